@@ -1,0 +1,146 @@
+r"""The interface every convex set implements.
+
+A set :math:`C \subseteq \mathbb{R}^p` (or :math:`\mathbb{R}^{k\times k}`) comes with
+
+- ``project(theta, geometry)``: the Bregman projection
+  :math:`P_C^\Psi(\theta) = \operatorname{argmin}_{u\in C} D_\Psi(u, \nabla\Psi^*(\theta))`
+  (paper eq. 3), for ``geometry`` in ``{"euclidean", "kl"}``;
+- ``argmax(theta)``: a maximizing vertex
+  :math:`\operatorname{argmax}_{v \in C}\langle\theta, v\rangle`
+  (the MAP / linear maximization oracle, paper eq. 2);
+- ``encode(y)`` / ``decode(v)``: the encoding :math:`\varphi` from structures to vectors and
+  its inverse on vertices;
+- ``vertices(k)``: all vertices for a small size ``k`` (used by the tests).
+
+Every oracle is batched over any leading axes: ``theta`` has shape ``(..., p)`` for vector
+sets and ``(..., k, k)`` for matrix sets (``matrix = True``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_array, check_geometry
+
+
+class ConvexSet(ABC):
+    """Base class of the convex sets (see the module docstring for the contract)."""
+
+    #: Registry name, also the Hydra ``set/`` option.
+    name: ClassVar[str]
+    #: True when points are ``k x k`` matrices (trailing shape ``(k, k)``).
+    matrix: ClassVar[bool] = False
+    #: Geometries with a well-defined projection.
+    geometries: ClassVar[tuple[str, ...]] = ("euclidean", "kl")
+    #: Smallest admissible size of the trailing axis.
+    min_size: ClassVar[int] = 1
+    #: Appended to the error raised for an unsupported geometry (what to use instead).
+    geometry_hint: ClassVar[str] = ""
+
+    @property
+    def event_ndim(self) -> int:
+        """Number of trailing axes forming one point (1 for vectors, 2 for matrices)."""
+        return 2 if self.matrix else 1
+
+    # ------------------------------------------------------------------ validation
+    def _check_theta(self, theta: ArrayLike, name: str = "theta") -> NDArray[np.float64]:
+        arr = check_array(theta, name=name, matrix=self.matrix, min_size=self.min_size)
+        self._check_size(arr.shape[-1])
+        return arr
+
+    def _check_size(self, k: int) -> None:
+        """Hook for sets whose parameters constrain the size (e.g. knapsack bounds)."""
+
+    def _check_geometry(self, geometry: str) -> str:
+        g = check_geometry(geometry)
+        if g not in self.geometries:
+            raise ValueError(
+                f"the {g!r} geometry is not defined for the set {self.name!r}; "
+                f"valid geometries for it are {self.geometries}{self.geometry_hint}"
+            )
+        return g
+
+    # ------------------------------------------------------------------ oracles
+    def project(self, theta: ArrayLike, geometry: str = "euclidean") -> NDArray[np.float64]:
+        r"""Bregman projection :math:`P_C^\Psi(\theta)`, batched over leading axes."""
+        g = self._check_geometry(geometry)
+        theta = self._check_theta(theta)
+        if g == "euclidean":
+            return self._project_euclidean(theta)
+        return self._project_kl(theta)
+
+    def argmax(self, theta: ArrayLike) -> NDArray[np.float64]:
+        r"""A vertex maximizing :math:`\langle\theta, v\rangle` over the set, batched."""
+        return self._argmax(self._check_theta(theta))
+
+    @abstractmethod
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise ValueError(f"the 'kl' geometry is not defined for the set {self.name!r}")
+
+    @abstractmethod
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    # ------------------------------------------------------------------ encoding
+    @abstractmethod
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        r"""The encoding :math:`\varphi(y)` of structures ``y`` (batched)."""
+
+    @abstractmethod
+    def decode(self, v: ArrayLike) -> NDArray[Any]:
+        r"""The inverse encoding :math:`\varphi^{-1}` on vertices (batched)."""
+
+    @abstractmethod
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        """All vertices for size ``k``, shape ``(n_vertices, *event_shape(k))``."""
+
+    def event_shape(self, k: int) -> tuple[int, ...]:
+        """Shape of one point of the set for size ``k``."""
+        return (k, k) if self.matrix else (k,)
+
+    def contains(self, u: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_]:
+        """Whether each point of the batch ``u`` lies in the set, up to ``atol``."""
+        u = check_array(u, name="u", matrix=self.matrix, min_size=self.min_size)
+        return self._contains(u, atol)
+
+    @abstractmethod
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]: ...
+
+    # ------------------------------------------------------------------ misc
+    def get_params(self) -> dict[str, Any]:
+        """Constructor parameters (for reprs, configs and logging)."""
+        return {}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return NotImplemented
+        a, b = self.get_params(), other.get_params()  # type: ignore[union-attr]
+        return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, repr(self.get_params())))
+
+
+def event_axes(matrix: bool) -> tuple[int, ...]:
+    """Trailing axes of one point: ``(-1,)`` or ``(-2, -1)``."""
+    return (-2, -1) if matrix else (-1,)
+
+
+def check_binary(y: ArrayLike, name: str = "y") -> NDArray[np.float64]:
+    """Validate a 0/1 array and return it as float64."""
+    arr = np.asarray(y)
+    if arr.ndim < 1:
+        raise ValueError(f"{name} must be an array of 0/1 indicators, got a scalar")
+    arr = arr.astype(np.float64)
+    if not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name} must contain only 0/1 indicators")
+    return arr

@@ -1,0 +1,51 @@
+r"""The whole space :math:`\mathbb{R}^p` (no projection): the squared-loss baseline.
+
+With the Euclidean geometry, :math:`P_{\mathbb{R}^p}(\theta) = \theta` and the projection
+loss is the squared loss :math:`\tfrac12\|\varphi(y) - \theta\|^2` (paper §3). The KL
+geometry is undefined here (:math:`\operatorname{dom}\Psi = \mathbb{R}^p_+`): use
+:class:`~projloss.sets.nonneg.NonNegative` instead. :math:`\mathbb{R}^p` has no vertices, so
+it cannot decode; pair it with a decoding set (paper Tables 1, 4, 6).
+Points may have any trailing shape (vectors or ``k x k`` matrices): the set acts entrywise.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_array
+from .base import ConvexSet
+
+
+class Reals(ConvexSet):
+    """:math:`\\mathbb{R}^p`: identity projection (Euclidean only)."""
+
+    name: ClassVar[str] = "reals"
+    geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
+    geometry_hint: ClassVar[str] = (
+        ". The KL geometry is undefined on R^p (the domain of Psi(u) = <u, log u> is R^p_+): "
+        "use the 'nonneg' set (R^p_+) for a KL projection without constraints"
+    )
+
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return theta.copy()
+
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise ValueError(
+            "R^p has no vertices (the linear maximization is unbounded): "
+            "decode with a polytope instead (e.g. decoder=birkhoff)"
+        )
+
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        return check_array(y, name="y")
+
+    def decode(self, v: ArrayLike) -> NDArray[np.float64]:
+        return check_array(v, name="v")
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        raise ValueError("R^p has no vertices")
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        return np.ones(u.shape[:-1], dtype=bool)

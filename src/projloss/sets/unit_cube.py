@@ -1,0 +1,64 @@
+r"""The unit cube :math:`[0,1]^p` (paper §4, "Unit cube").
+
+The marginal polytope of multilabel classification (:math:`\varphi(y)` = label indicator
+vector) and a cheap superset of every 0/1 polytope (knapsack, order simplex, Birkhoff).
+
+- Euclidean: coordinate-wise clipping :math:`\min(\max(\theta, 0), 1)`.
+- KL: :math:`\min(1, e^{\theta - 1})`.
+- MAP: :math:`v_i = 1[\theta_i > 0]`.
+
+:class:`UnitCube` acts on vectors ``(..., p)``; :class:`MatrixCube` is the same set for
+``k x k`` matrices (``[0,1]^{k x k}``, the cheapest superset of the Birkhoff polytope in
+the paper's Tables 1-2). Both are O(p), fully vectorized.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .base import ConvexSet, check_binary, event_axes
+
+
+class UnitCube(ConvexSet):
+    """:math:`[0,1]^p`."""
+
+    name: ClassVar[str] = "unit_cube"
+
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.clip(theta, 0.0, 1.0)
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        # exp(min(theta - 1, 0)) == min(1, exp(theta - 1)) without overflow.
+        return np.exp(np.minimum(theta - 1.0, 0.0))
+
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return (theta > 0).astype(np.float64)
+
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        arr = check_binary(y)
+        if self.matrix and (arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]):
+            raise ValueError(f"y must have shape (..., k, k), got {arr.shape}")
+        return arr
+
+    def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        return check_binary(v, name="v").astype(np.int64)
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        p = k * k if self.matrix else k
+        verts = np.array(list(itertools.product([0.0, 1.0], repeat=p)))
+        return verts.reshape((-1, *self.event_shape(k)))
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        ax = event_axes(self.matrix)
+        return np.all((u >= -atol) & (u <= 1 + atol), axis=ax)
+
+
+class MatrixCube(UnitCube):
+    """:math:`[0,1]^{k\\times k}`: the unit cube for ``k x k`` matrices."""
+
+    name: ClassVar[str] = "cube"
+    matrix: ClassVar[bool] = True
