@@ -127,6 +127,14 @@ TASKS: dict[str, Task] = {
 }
 
 
+def _known_sets() -> set[str]:
+    """Registered sets plus every set a task refers to (some may land later)."""
+    names = set(SETS)
+    for t in TASKS.values():
+        names.update(t.projection_sets, t.decoders)
+    return names
+
+
 @dataclass(frozen=True)
 class Composition:
     """A validated composition (names), with the encoding it uses."""
@@ -173,7 +181,7 @@ def check_composition(
     proj = _name(projection_set, "projection_set")
     dec = _name(decoding_set, "decoding_set")
     tl = _name(target_loss, "target_loss")
-    if proj not in SETS and proj not in t.projection_sets:
+    if proj not in _known_sets():
         raise ValueError(
             f"unknown projection set {proj!r}; valid projection sets for the {t.name} task "
             f"are {list(t.projection_sets)}"
@@ -194,7 +202,7 @@ def check_composition(
                 f"the projection set {proj!r} cannot decode (it is unbounded or produces no "
                 f"valid {t.name} output): give a decoding set, one of {candidates}"
             )
-    if dec not in SETS and dec not in t.decoders:
+    if dec not in _known_sets():
         raise ValueError(
             f"unknown decoding set {dec!r}; valid decoding sets for the {t.name} task are "
             f"{list(t.decoders)}"
