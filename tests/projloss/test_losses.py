@@ -108,12 +108,18 @@ def test_zero_exactly_at_the_label(spec, geometry):
             verts = s.vertices(k).reshape(-1, d.size)
             gaps = verts @ d.reshape(-1)
             others = np.abs(verts - phi.reshape(1, -1)).max(axis=1) > 0
+            if not others.any():
+                assert abs(float(loss.value(d, phi))) <= spec.tol  # a single point
+                continue
             margin = float(np.max(gaps) - np.max(gaps[others]))
             if margin < 1e-6:
                 continue  # tie between vertices: phi is not uniquely selected
-            vals = [float(loss.value(t * d / margin, phi)) for t in (1.0, 10.0, 40.0)]
-            assert vals[0] >= vals[1] - spec.tol >= vals[2] - 2 * spec.tol
-            assert vals[-1] <= 1e-6 + spec.tol
+            thetas = [t * d / margin for t in (1.0, 10.0, 40.0)]
+            vals = [float(loss.value(theta, phi)) for theta in thetas]
+            # iterative projections are accurate to ~tol, which the loss multiplies by |theta|
+            tol = spec.tol * (1.0 + np.abs(thetas[-1]).max())
+            assert vals[0] >= vals[1] - tol and vals[1] >= vals[2] - tol
+            assert vals[-1] <= 1e-6 + tol
         # a point whose projection is far from phi has a positive loss
         theta = -5.0 * d
         u = loss.project(theta)
@@ -123,12 +129,14 @@ def test_zero_exactly_at_the_label(spec, geometry):
 
 @pytest.mark.parametrize(("spec", "geometry"), CASES, ids=IDS)
 def test_gradient_matches_central_finite_differences(spec, geometry):
+    """Directional derivatives by central differences. The loss is only C^1 (piecewise
+    smooth), so the step is small: the error is O(eps |d|^2) near a kink."""
     k = _size(spec)
     s = spec.make(k)
     loss = _loss(spec, s, geometry, k)
     rng = np.random.default_rng(3)
     shape = s.event_shape(k)
-    eps = 1e-5 if spec.tol <= 1e-8 else 1e-3
+    eps = 1e-6
     for _ in range(5):
         theta = rng.standard_normal(shape)
         phi = _labels(spec, s, k, rng, 1)[0]
@@ -137,7 +145,7 @@ def test_gradient_matches_central_finite_differences(spec, geometry):
         for _ in range(3):
             d = rng.standard_normal(shape)
             fd = (loss.value(theta + eps * d, phi) - loss.value(theta - eps * d, phi)) / (2 * eps)
-            np.testing.assert_allclose(fd, np.sum(grad * d), atol=1e-5 + 100 * spec.tol, rtol=1e-5)
+            np.testing.assert_allclose(fd, np.sum(grad * d), atol=1e-5 * (1 + np.sum(d * d)))
 
 
 @pytest.mark.parametrize(("spec", "geometry"), CASES, ids=IDS)

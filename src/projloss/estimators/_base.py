@@ -93,6 +93,19 @@ class ProjectionEstimatorBase(BaseEstimator):
             return self.target_loss
         return get_target_loss(comp.target_loss, **self._target_loss_params(comp.target_loss, k))
 
+    def _training_set(self) -> ConvexSet:
+        """The projection set used inside the fit: for a set built by name whose oracle can
+        reuse its previous solution (``warm_start``, e.g. the Birkhoff polytope's iterative
+        solver), a warm-started copy, since successive L-BFGS iterations project nearby
+        ``theta``. ``projection_set_`` itself stays cold-started (reproducible predictions)."""
+        s = self.projection_set_
+        if isinstance(self.projection_set, ConvexSet):
+            return s
+        params = s.get_params()
+        if params.get("warm_start") is False:
+            return type(s)(**{**params, "warm_start": True})
+        return s
+
     # ------------------------------------------------------------------ features
     def _features(self, X: Any) -> Any:
         if self.model == "linear":
@@ -149,7 +162,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         res = fit_projection_model(
             F,
             phi,
-            self.projection_set_,
+            self._training_set(),
             comp.geometry,
             alpha=float(self.alpha),
             fit_intercept=bool(self.fit_intercept),
