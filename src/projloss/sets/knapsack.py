@@ -64,7 +64,7 @@ def _euclidean_capped(t: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray
     # Rows of t: (n, k); budgets m: (n,) with 0 < m < k.
     n, k = t.shape
     # tau is shift-equivariant: centring each row on its max keeps the cumulative sums
-    # below small, which keeps the root accurate when |theta| is large.
+    # small, which keeps the root accurate when |theta| is large.
     t = t - row_max(t)
     # f(tau) = sum_j w_j max(z_j - tau, 0) over the 2k breakpoints z = (t, t - 1) with
     # weights w = (+1, -1). With z sorted in descending order, A = cumsum(w z) and
