@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ConvexSet
+from .knapsack import Knapsack
 from .nonneg import NonNegative
 from .reals import Reals
+from .row_simplex import RowSimplex
+from .simplex import Simplex
 from .unit_cube import MatrixCube, UnitCube
 
 #: Registry: name -> class. Extended by each set module as it lands.
@@ -21,6 +24,9 @@ SETS: dict[str, type[ConvexSet]] = {
         NonNegative,
         UnitCube,
         MatrixCube,
+        Simplex,
+        Knapsack,
+        RowSimplex,
     )
 }
 
@@ -34,4 +40,15 @@ def get_set(name: str, **params: Any) -> ConvexSet:
     return cls(**params)
 
 
-__all__ = ["SETS", "ConvexSet", "MatrixCube", "NonNegative", "Reals", "UnitCube", "get_set"]
+__all__ = [
+    "SETS",
+    "ConvexSet",
+    "Knapsack",
+    "MatrixCube",
+    "NonNegative",
+    "Reals",
+    "RowSimplex",
+    "Simplex",
+    "UnitCube",
+    "get_set",
+]

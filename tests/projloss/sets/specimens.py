@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projloss.sets import ConvexSet, MatrixCube, NonNegative, Reals, UnitCube
+from projloss.sets import (
+    ConvexSet,
+    Knapsack,
+    MatrixCube,
+    NonNegative,
+    Reals,
+    RowSimplex,
+    Simplex,
+    UnitCube,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,18 @@ SPECIMENS: list[Specimen] = [
     Specimen("nonneg", lambda k: NonNegative(), (1, 3), bounded=False),
     Specimen("unit_cube", lambda k: UnitCube(), (1, 2, 4)),
     Specimen("cube", lambda k: MatrixCube(), (1, 2)),
+    Specimen("simplex", lambda k: Simplex(), (1, 2, 3, 5)),
+    Specimen("row_simplex", lambda k: RowSimplex(), (1, 2, 3)),
+    # Knapsack: l = 0 (upper only), 0 < l < u, l = u, the whole cube, and the degenerate
+    # single-vertex sets {0} and {1}.
+    Specimen("knapsack-0-1", lambda k: Knapsack(0, 1), (1, 2, 4)),
+    Specimen("knapsack-1-2", lambda k: Knapsack(1, 2), (2, 3, 5)),
+    Specimen("knapsack-2-2", lambda k: Knapsack(2, 2), (2, 3, 5)),
+    Specimen("knapsack-2-4", lambda k: Knapsack(2, 4), (4, 6)),
+    Specimen("knapsack-0-k", lambda k: Knapsack(0, k), (1, 3, 5)),
+    Specimen("knapsack-0-none", lambda k: Knapsack(), (2, 4)),
+    Specimen("knapsack-0-0", lambda k: Knapsack(0, 0), (1, 3)),
+    Specimen("knapsack-k-k", lambda k: Knapsack(k, k), (1, 3)),
 ]
 
 BOUNDED = [s for s in SPECIMENS if s.bounded]

@@ -1,0 +1,84 @@
+r"""Row-stochastic matrices :math:`\triangle^{k\times k}` (paper §4, "Birkhoff polytope").
+
+:math:`\triangle^{k\times k} = \triangle^k \times\dots\times \triangle^k =
+\{P \in \mathbb{R}^{k\times k} : P\mathbf{1} = \mathbf{1}, P \ge 0\}`, the Cartesian product
+of :math:`k` simplices: a strict superset of the Birkhoff polytope and a strict subset of
+the cube :math:`[0,1]^{k\times k}` (Blondel et al. 2018; Nowak et al. 2019). Projections
+split into one simplex projection per row:
+
+- Euclidean: row-wise sparsemax, :math:`O(k^2\log k)`;
+- KL: row-wise softmax, :math:`O(k^2)`;
+- MAP: row-wise one-hot argmax (ties: first index).
+
+A batch ``(..., k, k)`` is simply a batch ``(..., k)`` of rows for the functions of
+:mod:`projloss.sets.simplex`, so everything is vectorized over samples and rows.
+
+Encoding: ``y`` of shape ``(..., k)`` with integer entries in ``[0, k)``; row ``i`` of
+:math:`\varphi(y)` has its 1 in column ``y[i]``. A permutation given as
+``y[rank] = label`` thus maps to the permutation matrix ``Y[rank, label]`` (the label
+ranking encoding); any map ``[k] -> [k]`` is a vertex here, not only permutations.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .base import ConvexSet
+from .simplex import (
+    _check_k,
+    check_labels,
+    decode_one_hot,
+    one_hot,
+    one_hot_argmax,
+    project_simplex,
+    softmax,
+)
+
+
+class RowSimplex(ConvexSet):
+    r""":math:`\triangle^{k\times k}`: row-stochastic ``k x k`` matrices."""
+
+    name: ClassVar[str] = "row_simplex"
+    matrix: ClassVar[bool] = True
+
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return project_simplex(theta, axis=-1)
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return softmax(theta, axis=-1)
+
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return one_hot_argmax(theta)
+
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """Row one-hot matrices ``(..., k, k)`` from ``y`` of shape ``(..., k)``."""
+        arr = np.asarray(y)
+        if arr.ndim < 1:
+            raise ValueError("y must have shape (..., k) (one column index per row), got a scalar")
+        size = arr.shape[-1]
+        if size < 1:
+            raise ValueError(f"y must have at least one entry on its last axis, got {arr.shape}")
+        if k is not None and _check_k(k) != size:
+            raise ValueError(f"y must have shape (..., k) with k = {k}, got shape {arr.shape}")
+        return one_hot(check_labels(arr, size), size)
+
+    def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        """Column of the 1 of each row: ``(..., k, k)`` row one-hot matrices -> ``(..., k)``."""
+        arr = np.asarray(v)
+        if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+            raise ValueError(f"v must have shape (..., k, k), got {arr.shape}")
+        return decode_one_hot(arr)
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        """All ``k**k`` row one-hot matrices, shape ``(k**k, k, k)``."""
+        k = _check_k(k)
+        cols = np.array(list(itertools.product(range(k), repeat=k)), dtype=np.int64)
+        return one_hot(cols, k)
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        rows_ok = np.all(u >= -atol, axis=-1) & (np.abs(u.sum(axis=-1) - 1.0) <= atol)
+        return np.all(rows_ok, axis=-1)
