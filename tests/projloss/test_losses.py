@@ -104,14 +104,16 @@ def test_zero_exactly_at_the_label(spec, geometry):
                 np.testing.assert_allclose(loss.project(theta), phi, atol=spec.tol)
                 assert abs(float(loss.value(theta, phi))) <= 10 * spec.tol * max(1.0, t)
         else:
-            # scale d so that its margin min_{v != phi} <d, phi - v> is 1: S ~ exp(-t)
+            # scale d so that min_{v != phi} <d, phi - v> / |v - phi|_1 is 1: S ~ exp(-t)
             verts = s.vertices(k).reshape(-1, d.size)
             gaps = verts @ d.reshape(-1)
             others = np.abs(verts - phi.reshape(1, -1)).max(axis=1) > 0
             if not others.any():
                 assert abs(float(loss.value(d, phi))) <= spec.tol  # a single point
                 continue
-            margin = float(np.max(gaps) - np.max(gaps[others]))
+            # per unit of l1 distance: the entropy of a move towards v grows with |v - phi|_1
+            dist = np.abs(verts - phi.reshape(1, -1)).sum(axis=1)
+            margin = float(np.min((np.max(gaps) - gaps[others]) / dist[others]))
             if margin < 1e-6:
                 continue  # tie between vertices: phi is not uniquely selected
             thetas = [t * d / margin for t in (1.0, 10.0, 40.0)]

@@ -56,7 +56,10 @@ def fit_projection_model(
     """Fit ``(coef, intercept)`` by L-BFGS-B with the analytic gradient.
 
     ``F``: features, dense ``(n, d)`` or CSR; ``phi``: encoded labels ``(n, *event_shape)``.
-    ``tol`` is L-BFGS-B's ``gtol`` (max-norm of the gradient). Emits a
+    L-BFGS-B stops when the max-norm of the projected gradient is at most ``tol``
+    (``gtol``) or the relative decrease of the objective is at most ``1e-4 * tol``
+    (``ftol``; at the default ``tol = 1e-5`` this is close to scipy's default
+    ``2.2e-9``, the reference implementation's setting). Emits a
     ``ConvergenceWarning`` if the solver stops before convergence.
     """
     n, d = F.shape
@@ -100,7 +103,12 @@ def fit_projection_model(
             w0,
             jac=True,
             method="L-BFGS-B",
-            options={"maxiter": int(max_iter), "gtol": float(tol), "maxls": 50},
+            options={
+                "maxiter": int(max_iter),
+                "gtol": float(tol),
+                "ftol": 1e-4 * float(tol),
+                "maxls": 50,
+            },
         )
     converged = bool(res.status == 0)
     if not converged:
