@@ -128,6 +128,10 @@ class ProjectionEstimatorBase(BaseEstimator):
         """
         self._check_hyperparameters()
         comp = self._composition()  # fail on a bad composition before any work
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
         X = self._validate_X(X, reset=True)
         self.composition_ = comp
         canonical, k = self._prepare_targets(y, X.shape[0])
@@ -189,6 +193,7 @@ class ProjectionEstimatorBase(BaseEstimator):
     def project(self, X: Any) -> NDArray[np.float64]:
         r"""Soft outputs :math:`u = P_C^\Psi(\theta)` (e.g. soft permutation matrices for the
         Birkhoff polytope, marginal label probabilities for the cube)."""
+        check_is_fitted(self)
         return self.projection_set_.project(self.decision_function(X), self.composition_.geometry)
 
     def _decode(self, X: Any) -> NDArray[np.float64]:
@@ -198,6 +203,7 @@ class ProjectionEstimatorBase(BaseEstimator):
     def predict(self, X: Any) -> Any:
         r"""Calibrated decoding :math:`\hat y = \mathrm{MAP}_D(-Vu - b)` (paper eq. 9), in the
         labels' natural form."""
+        check_is_fitted(self)
         return self._format_predictions(self._decode(X))
 
     def __sklearn_tags__(self):

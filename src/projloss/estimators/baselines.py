@@ -84,14 +84,14 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         self.ridge_.fit(X, ranks.astype(np.float64))
         return self
 
-    def decision_function(self, X: Any) -> NDArray[np.float64]:
-        """The real-valued ridge prediction of the rank."""
+    def predict_rank(self, X: Any) -> NDArray[np.float64]:
+        """The real-valued ridge prediction of the rank (before rounding)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return self.ridge_.predict(X)
 
     def predict(self, X: Any) -> NDArray[Any]:
-        return self._ranks_to_labels(round_to_class(self.decision_function(X), self.n_classes_))
+        return self._ranks_to_labels(round_to_class(self.predict_rank(X), self.n_classes_))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import ClassifierMixin, MultiOutputMixin
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_consistent_length
 
 from ..metrics import multilabel_accuracy
@@ -29,13 +30,17 @@ def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)
+    if arr.dtype.kind not in "biuf" or not np.all((arr == 0) | (arr == 1)):
+        kind = type_of_target(arr) if arr.dtype.kind in "biuf" else "non-numeric"
+        raise ValueError(
+            f"Unknown label type: {kind}; {name} must be a 0/1 label indicator matrix "
+            "(n_samples, n_labels). Only binary classification is supported."
+        )
     if arr.ndim != 2:
         raise ValueError(
             f"{name} must be a label indicator matrix of shape (n_samples, n_labels), "
             f"got shape {arr.shape}"
         )
-    if arr.dtype.kind not in "biuf" or not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"{name} must be a 0/1 label indicator matrix")
     return arr.astype(np.float64)
 
 
@@ -161,4 +166,5 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
         tags.classifier_tags.multi_label = True
+        tags.classifier_tags.multi_class = False  # 1-D multi-class targets are not accepted
         return tags
