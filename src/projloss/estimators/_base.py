@@ -174,6 +174,7 @@ class ProjectionEstimatorBase(BaseEstimator):
             tol=float(self.tol),
             coef_init=coef_init,
             intercept_init=intercept_init,
+            precondition=self.model == "poly",
         )
         self.coef_ = res.coef
         self.intercept_ = res.intercept
