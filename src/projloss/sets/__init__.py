@@ -10,6 +10,8 @@ from typing import Any
 
 from .base import ConvexSet
 from .nonneg import NonNegative
+from .order_simplex import OrderSimplex
+from .permutahedron import Permutahedron
 from .reals import Reals
 from .unit_cube import MatrixCube, UnitCube
 
@@ -21,6 +23,8 @@ SETS: dict[str, type[ConvexSet]] = {
         NonNegative,
         UnitCube,
         MatrixCube,
+        Permutahedron,
+        OrderSimplex,
     )
 }
 
@@ -34,4 +38,14 @@ def get_set(name: str, **params: Any) -> ConvexSet:
     return cls(**params)
 
 
-__all__ = ["SETS", "ConvexSet", "MatrixCube", "NonNegative", "Reals", "UnitCube", "get_set"]
+__all__ = [
+    "SETS",
+    "ConvexSet",
+    "MatrixCube",
+    "NonNegative",
+    "OrderSimplex",
+    "Permutahedron",
+    "Reals",
+    "UnitCube",
+    "get_set",
+]

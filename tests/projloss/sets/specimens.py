@@ -10,7 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projloss.sets import ConvexSet, MatrixCube, NonNegative, Reals, UnitCube
+from projloss.sets import (
+    ConvexSet,
+    MatrixCube,
+    NonNegative,
+    OrderSimplex,
+    Permutahedron,
+    Reals,
+    UnitCube,
+)
+
+
+def _weights(k: int) -> list[float]:
+    """An unsorted positive w of length k with ties (for k >= 3) and spread-out values."""
+    return [0.3, 2.5, 0.3, 4.0, 2.5][:k]
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,12 @@ SPECIMENS: list[Specimen] = [
     Specimen("nonneg", lambda k: NonNegative(), (1, 3), bounded=False),
     Specimen("unit_cube", lambda k: UnitCube(), (1, 2, 4)),
     Specimen("cube", lambda k: MatrixCube(), (1, 2)),
+    # Default w = (k, ..., 1), built for the size of theta.
+    Specimen("permutahedron", lambda k: Permutahedron(), (1, 2, 3, 5)),
+    # A given w: unsorted, with ties, positive (so both geometries apply).
+    Specimen("permutahedron_w", lambda k: Permutahedron(_weights(k)), (1, 2, 4, 5)),
+    # Sizes are numbers of classes k (points in R^{k-1}).
+    Specimen("order_simplex", lambda k: OrderSimplex(), (2, 3, 5, 8)),
 ]
 
 BOUNDED = [s for s in SPECIMENS if s.bounded]
