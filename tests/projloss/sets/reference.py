@@ -9,7 +9,7 @@ barycentric coordinates p of the convex hull:
 - KL: min_u KL(u, exp(theta - 1)) over the H-representation of conv(V): the affine hull
   of the vertices (SVD) and the facets of the hull inside it (qhull), solved by SLSQP in
   those few coordinates, then polished by Newton's method with the exact Hessian on the
-  face of the (nearly) active facets. For small vertex sets the older barycentric SLSQP
+  face of the (nearly) active facets. For <= 24 vertices the older barycentric SLSQP
   (min over p in the simplex of KL(V^T p, exp(theta - 1))) is also run; the candidate
   with the best variational-inequality certificate is returned. (The barycentric SLSQP
   alone is too slow and inaccurate, ~1e-6, for the permutahedron at k = 5: 120 vertices.)
@@ -49,7 +49,7 @@ def reference_projection(vertices: np.ndarray, theta: np.ndarray, geometry: str)
             candidates += _kl_h_representation(Vl, tl)
         except QhullError:
             pass
-        if m <= 32 or not candidates:
+        if m <= 24 or not candidates:
             candidates.append(_kl_barycentric(Vl, tl))
         u[live] = max(candidates, key=lambda c: _kl_certificate(c, tl, Vl))
         return u.reshape(shape)
