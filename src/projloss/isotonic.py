@@ -10,7 +10,7 @@ Two problems, solved independently on each row of an array of shape ``(..., k)``
   :math:`\sum_B w_i y_i / \sum_B w_i`.
 
 - **KL isotonic optimization** of Blondel, Teboul, Berthet & Djolonga (2020), "Fast
-  differentiable sorting and ranking" (ICML), eq. (9), used for the KL projection onto the
+  differentiable sorting and ranking" (ICML), §3 and Prop. 3, used for the KL projection onto the
   permutahedron (Lim & Wright 2016):
 
   .. math:: v_E(s, w) = \operatorname{argmin}_{v_1 \ge \dots \ge v_k}
@@ -30,22 +30,30 @@ violators in **any** order reaches the solution (Robertson, Wright & Dykstra 198
 Algorithm — parallel pool adjacent violators, vectorized over rows *and* blocks:
 every round computes all pool values at once, finds every adjacent violating pair
 (:math:`\text{value}(B_j) < \text{value}(B_{j+1})`), and merges each maximal chain of
-violators into one pool (``ufunc.reduceat``). A chain :math:`B_1, \dots, B_m` with
+violators into one pool (a grouped sum by ``np.bincount``, or ``np.logaddexp.reduceat``
+in the log domain). A chain :math:`B_1, \dots, B_m` with
 increasing values can be merged in one go because merging the first two keeps a violator
 with the third (the union's value is at most that of :math:`B_2`), and so on; so a round is
 a valid sequence of classical PAV steps. Rows with no violator left are retired, so each
 round only touches the remaining blocks of the unfinished rows.
 
-Cost: each round is :math:`O(\#\text{blocks})` numpy work; there are at most :math:`k`
-rounds (every round merges at least one pair), so :math:`O(n k^2)` in the worst case (the
-same as the min-max formula :math:`v_i = \min_{j \le i}\max_{l \ge i}\text{value}(j..l)`),
-and in practice few rounds: on random inputs 4-11 rounds for ``k = 10..100``, with the
-number of live blocks shrinking geometrically, i.e. close to :math:`O(nk)`. There is no
-Python loop over samples (the loop is over rounds). Why not the alternatives: a
-classical stack PAV vectorized over rows needs a Python step per position *and* per pop
-(3x slower here), and the min-max formula is :math:`O(k^2)` memory and time for every row
-(10x slower at ``k = 30``); a compiled per-row PAV (numba) would be faster still but adds a
-dependency the engine does not have.
+Cost: each round is :math:`O(\#\text{live blocks})` numpy work; there are at most
+:math:`k` rounds (every round merges at least one pair), so :math:`O(n k^2)` in the worst
+case (the same as the min-max formula
+:math:`v_i = \min_{j \le i}\max_{l \ge i}\text{value}(j..l)`; e.g. ``(0, ..., 0, 1)``
+cascades one pool per round), and in practice few rounds: 4-11 on random inputs for
+``k = 10..100``, with the number of live blocks shrinking geometrically, i.e. close to
+:math:`O(nk)`. There is no Python loop over samples (the loop is over rounds).
+
+Why written by hand: scikit-learn's and scipy's isotonic regressions are 1-D only, and
+looping them over rows costs ~0.3 ms per row in validation overhead. Measured on this
+2-core machine (n = 10000 rows, decreasing Euclidean): 265x faster than looping
+``sklearn.isotonic.isotonic_regression`` at k = 10, 114x at k = 30, 32x at k = 100, and
+still ~3x faster on the worst-case cascade at k = 100. Alternatives measured: a classical
+stack PAV vectorized over rows needs a Python step per position *and* per pop (3-4x
+slower), and the min-max formula costs :math:`O(k^2)` memory and time for every row (7x
+slower at k = 10, >20x at k = 30). A compiled per-row PAV (numba) would be faster still
+but adds a dependency the engine does not have.
 """
 
 from __future__ import annotations
