@@ -11,6 +11,8 @@ from typing import Any
 from .base import ConvexSet
 from .knapsack import Knapsack
 from .nonneg import NonNegative
+from .order_simplex import OrderSimplex
+from .permutahedron import Permutahedron
 from .reals import Reals
 from .row_simplex import RowSimplex
 from .simplex import Simplex
@@ -27,6 +29,8 @@ SETS: dict[str, type[ConvexSet]] = {
         Simplex,
         Knapsack,
         RowSimplex,
+        Permutahedron,
+        OrderSimplex,
     )
 }
 
@@ -46,6 +50,8 @@ __all__ = [
     "Knapsack",
     "MatrixCube",
     "NonNegative",
+    "OrderSimplex",
+    "Permutahedron",
     "Reals",
     "RowSimplex",
     "Simplex",
