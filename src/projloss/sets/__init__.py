@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ConvexSet
+from .birkhoff import Birkhoff
 from .nonneg import NonNegative
 from .reals import Reals
 from .unit_cube import MatrixCube, UnitCube
@@ -21,6 +22,7 @@ SETS: dict[str, type[ConvexSet]] = {
         NonNegative,
         UnitCube,
         MatrixCube,
+        Birkhoff,
     )
 }
 
@@ -34,4 +36,13 @@ def get_set(name: str, **params: Any) -> ConvexSet:
     return cls(**params)
 
 
-__all__ = ["SETS", "ConvexSet", "MatrixCube", "NonNegative", "Reals", "UnitCube", "get_set"]
+__all__ = [
+    "SETS",
+    "Birkhoff",
+    "ConvexSet",
+    "MatrixCube",
+    "NonNegative",
+    "Reals",
+    "UnitCube",
+    "get_set",
+]

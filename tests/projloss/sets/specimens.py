@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projloss.sets import ConvexSet, MatrixCube, NonNegative, Reals, UnitCube
+from projloss.sets import Birkhoff, ConvexSet, MatrixCube, NonNegative, Reals, UnitCube
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ SPECIMENS: list[Specimen] = [
     Specimen("nonneg", lambda k: NonNegative(), (1, 3), bounded=False),
     Specimen("unit_cube", lambda k: UnitCube(), (1, 2, 4)),
     Specimen("cube", lambda k: MatrixCube(), (1, 2)),
+    Specimen("birkhoff", lambda k: Birkhoff(), (1, 2, 3, 4)),
 ]
 
 BOUNDED = [s for s in SPECIMENS if s.bounded]
