@@ -1,9 +1,10 @@
 """Birkhoff polytope: what the generic tests in test_common.py do not cover.
 
 Independent references: POT (smooth OT semi-dual with l2 regularization, log-domain
-Sinkhorn), the vertex-based reference solver of reference.py at k = 5, invariances of the
-projections (row/column shifts of theta, permutations of rows and columns), and the
-log-domain optimality structure of the KL projection.
+Sinkhorn), the vertex-based reference solver of reference.py at k = 5, a KKT certificate
+found by linear programming (k = 5..9), invariances of the projections (row/column shifts
+of theta, permutations of rows and columns), and the log-domain optimality structure of
+the KL projection.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reference import optimality_gap, reference_projection
+from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from projloss.sets import Birkhoff, get_set
@@ -275,3 +279,73 @@ def test_parameters_registry_and_validation():
     for bad in (0, -3, 2.5):
         with pytest.raises(ValueError, match="max_iter"):
             Birkhoff(max_iter=bad)
+
+
+def kkt_feasible(P: np.ndarray, theta: np.ndarray, geometry: str, atol: float) -> bool:
+    """Whether multipliers (a, b) certify P as the projection, found by an LP (HiGHS).
+
+    P is the projection iff P is doubly stochastic and, for some a, b in R^k,
+    Euclidean: P = max(theta + a 1^T + 1 b^T, 0); KL: log P = theta + a 1^T + 1 b^T
+    (entries of P that underflow to 0 then need theta + a_i + b_j < log(1e-300)).
+    """
+    k = P.shape[-1]
+    i, j = np.indices((k, k))
+    A = np.zeros((k * k, 2 * k))
+    A[np.arange(k * k), i.ravel()] = 1
+    A[np.arange(k * k), k + j.ravel()] = 1
+    t = theta.ravel()
+    if geometry == "euclidean":
+        supp = P.ravel() > 0
+        target, ceiling = P.ravel()[supp] - t[supp], 0.0
+    else:
+        supp = P.ravel() > 1e-300
+        target, ceiling = np.log(P.ravel()[supp]) - t[supp], np.log(1e-300)
+    # |A_s z - target| <= atol on the support; A_o z <= ceiling - theta off the support.
+    A_ub = np.vstack([A[supp], -A[supp], A[~supp]])
+    b_ub = np.concatenate([target + atol, -target + atol, ceiling - t[~supp] + atol])
+    res = linprog(np.zeros(2 * k), A_ub=A_ub, b_ub=b_ub, bounds=(None, None), method="highs")
+    return res.status == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    k=st.integers(5, 9),
+    levels=st.lists(st.integers(-3, 3), min_size=1, max_size=4),
+    mag=st.sampled_from([1e-3, 0.5, 2.0, 30.0, 1e3]),
+    noise=st.sampled_from([0.0, 1e-3, 1.0]),
+    seed=st.integers(0, 2**16),
+    geometry=st.sampled_from(GEOMETRIES),
+)
+def test_property_kkt_certificate_beyond_vertex_enumeration(k, levels, mag, noise, seed, geometry):
+    """k = 5..9 with ties and |theta| up to 1e3: marginals, and optimality certified by
+    an LP over the multipliers (no vertex enumeration)."""
+    rng = np.random.default_rng(seed)
+    theta = mag * np.array(levels, dtype=float)[rng.integers(0, len(levels), size=(k, k))]
+    theta += noise * rng.standard_normal((k, k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        P = Birkhoff().project(theta, geometry)
+    assert np.isfinite(P).all() and P.min() >= 0
+    assert marginal_violation(P) <= 1e-9
+    scale = max(1.0, np.abs(theta).max())
+    assert kkt_feasible(P, theta, geometry, atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_kkt_certificate_rejects_a_perturbed_projection(geometry):
+    """The certificate can fail: moving mass along a 2x2 cycle keeps P doubly stochastic
+    but makes it suboptimal."""
+    theta = np.random.default_rng(1).standard_normal((6, 6))
+    P = Birkhoff().project(theta, geometry)
+    assert kkt_feasible(P, theta, geometry, atol=1e-9)
+    i, ii, j, jj = next(
+        (i, ii, j, jj)
+        for i, ii, j, jj in itertools.product(range(6), repeat=4)
+        if i < ii and j < jj and P[np.ix_([i, ii], [j, jj])].min() > 1e-3
+    )
+    Q = P.copy()
+    eps = 1e-4
+    Q[[i, ii], [j, jj]] += eps
+    Q[[i, ii], [jj, j]] -= eps
+    assert Q.min() >= 0 and marginal_violation(Q) <= 1e-9
+    assert not kkt_feasible(Q, theta, geometry, atol=1e-9)
