@@ -50,7 +50,7 @@ def test_euclidean_agrees_with_pot_smooth_ot(k):
     rng = np.random.default_rng(k)
     ones = np.ones(k)
     for scale in (0.5, 2.0):
-        theta = scale * rng.standard_normal((3, k, k))
+        theta = scale * rng.standard_normal((2, k, k))
         P = Birkhoff().project(theta)
         for t, p in zip(theta, P, strict=True):
             # POT: min <T, M> + reg * 1/2 ||T||^2 with M = -theta, reg = 1, i.e.
@@ -87,17 +87,22 @@ def test_kl_agrees_with_pot_sinkhorn(k):
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_matches_vertex_reference_at_k5(geometry):
+def test_optimal_against_all_vertices_at_k5(geometry):
+    """k = 5 (120 vertices): the variational inequality against every vertex, and for
+    Euclidean the NNLS reference (the SLSQP KL reference is too slow at 120 vertices;
+    POT and the KKT certificate cover KL)."""
     k = 5
     s = Birkhoff()
     verts = s.vertices(k)
     assert len(verts) == 120
     rng = np.random.default_rng(5)
-    for scale in (0.5, 2.0):
+    for scale in (0.5, 2.0, 10.0):
         theta = scale * rng.standard_normal((k, k))
         u = s.project(theta, geometry)
-        np.testing.assert_allclose(u, reference_projection(verts, theta, geometry), atol=1e-6)
-        assert optimality_gap(u, theta, verts, geometry) >= -1e-8
+        assert optimality_gap(u, theta, verts, geometry) >= -1e-8 * scale
+        if geometry == "euclidean":
+            ref = reference_projection(verts, theta, geometry)
+            np.testing.assert_allclose(u, ref, atol=1e-6)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES)
@@ -349,3 +354,18 @@ def test_kkt_certificate_rejects_a_perturbed_projection(geometry):
     Q[[i, ii], [jj, j]] -= eps
     assert Q.min() >= 0 and marginal_violation(Q) <= 1e-9
     assert not kkt_feasible(Q, theta, geometry, atol=1e-9)
+
+
+def test_chunked_batches_equal_unchunked(monkeypatch):
+    from projloss.sets import _birkhoff_solvers
+
+    theta = 2.0 * np.random.default_rng(8).standard_normal((50, 5, 5))
+    for g in GEOMETRIES:
+        P, alpha, _ = solve(theta, g, 1e-9, 200)
+        monkeypatch.setattr(_birkhoff_solvers, "_CHUNK", 16)
+        Pc, _, infoc = solve(theta, g, 1e-9, 200)
+        Pw, _, _ = solve(theta, g, 1e-9, 200, init=alpha)
+        monkeypatch.undo()
+        np.testing.assert_allclose(Pc, P, atol=1e-12)
+        np.testing.assert_allclose(Pw, P, atol=1e-8)
+        assert infoc.converged.shape == (50,) and infoc.converged.all()
