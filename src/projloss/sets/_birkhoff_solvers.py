@@ -80,18 +80,18 @@ def sparsemax(x: Array) -> tuple[Array, Array]:
     r"""Euclidean projection of each row of ``x`` (shape ``(..., k)``) onto the simplex.
 
     Sort-based (Held et al. 1974; Martins & Astudillo 2016): with :math:`z` sorted in
-    decreasing order, :math:`\rho = \max\{r : z_r > (\sum_{s \le r} z_s - 1)/r\}` and
-    :math:`\tau = (\sum_{s\le\rho} z_s - 1)/\rho`, the projection is
-    :math:`\max(x - \tau, 0)`. Returns ``(p, tau)``. ``O(k log k)`` per row, batched.
+    decreasing order, the threshold is
+    :math:`\tau = \max_r (\sum_{s \le r} z_s - 1)/r` (the partial means increase up to the
+    support size :math:`\rho` and decrease after it, so the max is attained at
+    :math:`\rho`, without locating :math:`\rho` explicitly), and the projection is
+    :math:`\max(x - \tau, 0)`. Returns ``(p, tau)``; ``O(k log k)`` per row, batched.
     """
     k = x.shape[-1]
-    z = -np.sort(-x, axis=-1)
-    cs = np.cumsum(z, axis=-1) - 1.0
-    ranks = np.arange(1, k + 1, dtype=np.float64)
-    cond = z * ranks > cs
-    # rho = last rank where cond holds (cond is a prefix; take the last True for safety).
-    rho = k - np.argmax(cond[..., ::-1], axis=-1)
-    tau = np.take_along_axis(cs, (rho - 1)[..., None], axis=-1) / rho[..., None]
+    z = np.sort(x, axis=-1)[..., ::-1]
+    cs = np.cumsum(z, axis=-1)
+    cs -= 1.0
+    cs /= np.arange(1, k + 1, dtype=np.float64)
+    tau = cs.max(axis=-1, keepdims=True)
     return np.maximum(x - tau, 0.0), tau
 
 
@@ -155,48 +155,57 @@ def _newton(
 ) -> tuple[Array, Array, Array, int]:
     """Batched damped semismooth Newton on the semi-dual ``G`` (see the module docstring).
 
-    Only the samples whose violation exceeds ``tol`` are iterated on. Returns
+    Only the samples whose violation exceeds ``tol`` are iterated on: the working arrays
+    hold the active samples and shrink as samples converge. Returns
     ``(PT, alpha, violation, n_iter)``.
     """
     k = thetaT.shape[-1]
     alpha = alpha.copy()
     G, PT = oracle(thetaT, alpha)
-    grad = PT.sum(axis=1) - 1.0
-    viol = np.abs(grad).max(axis=1)
+    viol = np.abs(PT.sum(axis=1) - 1.0).max(axis=1)
     shift = np.full((k, k), 1.0 / k)  # fixes the null direction 1 (grad is orthogonal to 1)
     eye = np.eye(k)
+    ids = np.flatnonzero(viol > tol)
+    # Working copies for the active samples (theta is only read: no copy if all active).
+    th = thetaT if ids.size == len(thetaT) else thetaT[ids]
+    a, P, Gw = alpha[ids], PT[ids], G[ids]
+    g = P.sum(axis=1) - 1.0
+    v = viol[ids]
     n_iter = 0
-    while n_iter < max_iter:
-        act = np.flatnonzero(viol > tol)
-        if act.size == 0:
-            break
+    while ids.size and n_iter < max_iter:
         n_iter += 1
-        g = grad[act]
-        mu = _LM * viol[act] + _MU_MIN
-        H = hessian(PT[act]) + shift + mu[:, None, None] * eye
+        mu = _LM * v + _MU_MIN
+        H = hessian(P) + shift + mu[:, None, None] * eye
         d = -np.linalg.solve(H, g[..., None])[..., 0]
         # Batched backtracking: the largest t in {1, 1/2, ...} that passes the Armijo test
         # (with a slack for the rounding of G, which is large when |theta| is) or, failing
         # that, has phi'(t) = <grad G(alpha + t d), d> <= 0, which is computed accurately
         # and, G being convex, guarantees G(alpha + t d) <= G(alpha).
-        G0, a0, th = G[act], alpha[act], thetaT[act]
         slope = np.sum(g * d, axis=1)
-        slack = 1e-13 * (np.abs(G0) + 1.0)
+        bound = Gw + 1e-13 * (np.abs(Gw) + 1.0)  # G(alpha) + rounding slack
+        todo = np.arange(ids.size)
         t = 1.0
-        todo = np.arange(act.size)
         for _ in range(_MAX_HALVINGS):
-            a_try = a0[todo] + t * d[todo]
-            G1, P1 = oracle(th[todo], a_try)
-            ok = G1 <= G0[todo] + _ARMIJO * t * slope[todo] + slack[todo]
-            ok |= np.sum((P1.sum(axis=1) - 1.0) * d[todo], axis=1) <= 0.0
-            idx = act[todo[ok]]
-            alpha[idx], G[idx], PT[idx] = a_try[ok], G1[ok], P1[ok]
+            # A slice (a view, no copy) while every active sample is still backtracking.
+            sub = slice(None) if todo.size == ids.size else todo
+            a_try = a[sub] + t * d[sub]
+            G1, P1 = oracle(th[sub], a_try)
+            ok = G1 <= bound[sub] + _ARMIJO * t * slope[sub]
+            ok |= np.sum((P1.sum(axis=1) - 1.0) * d[sub], axis=1) <= 0.0
+            acc = todo[ok]
+            a[acc], Gw[acc], P[acc] = a_try[ok], G1[ok], P1[ok]
             todo = todo[~ok]
             if todo.size == 0:
                 break
             t *= 0.5
-        grad[act] = PT[act].sum(axis=1) - 1.0
-        viol[act] = np.abs(grad[act]).max(axis=1)
+        g = P.sum(axis=1) - 1.0
+        v = np.abs(g).max(axis=1)
+        done = v <= tol
+        if done.any():  # write back the converged samples and shrink the working set
+            out, keep = ids[done], ~done
+            alpha[out], PT[out], viol[out] = a[done], P[done], v[done]
+            ids, th, a, P, Gw, g, v = (x[keep] for x in (ids, th, a, P, Gw, g, v))
+    alpha[ids], PT[ids], viol[ids] = a, P, v
     return PT, alpha, viol, n_iter
 
 

@@ -55,14 +55,18 @@ class Birkhoff(ConvexSet):
     tol : float, default=1e-9
         Target accuracy of the projections: the largest violation of a row or column sum
         (max-norm). Column sums hold to rounding by construction; ``tol`` bounds the rows.
+        Values below about ``1e-13`` cannot be reached in float64.
     max_iter : int, default=200
-        Maximum number of Newton iterations (per :math:`\varepsilon`-scaling stage).
+        Maximum number of Newton iterations (per :math:`\varepsilon`-scaling stage). A
+        :class:`~sklearn.exceptions.ConvergenceWarning` reports samples left above ``tol``.
     warm_start : bool, default=False
-        Reuse the dual variables of the previous projection (same geometry and batch shape)
-        as the starting point of the next one. Helps when the same batch is projected at
-        nearby ``theta`` (successive iterations of a training loop). Samples that do not
-        converge quickly from the warm start are restarted cold, so results agree with a
-        cold start to ``tol``; they are no longer bitwise independent of the call history.
+        Start each projection from the dual variables of the previous one (same geometry
+        and batch shape). Helps when the same batch is projected again at a nearby
+        ``theta`` (successive iterations of a training loop): about 2-3x fewer Newton
+        iterations. Samples that do not converge quickly from the warm start are restarted
+        cold, so results still meet ``tol`` and agree with a cold start up to solver
+        accuracy, but they depend (below ``tol``) on the call history, and one instance
+        should not be shared between threads.
     """
 
     name: ClassVar[str] = "birkhoff"
