@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ConvexSet
+from .birkhoff import Birkhoff
 from .knapsack import Knapsack
 from .nonneg import NonNegative
 from .order_simplex import OrderSimplex
@@ -31,6 +32,7 @@ SETS: dict[str, type[ConvexSet]] = {
         RowSimplex,
         Permutahedron,
         OrderSimplex,
+        Birkhoff,
     )
 }
 
@@ -46,6 +48,7 @@ def get_set(name: str, **params: Any) -> ConvexSet:
 
 __all__ = [
     "SETS",
+    "Birkhoff",
     "ConvexSet",
     "Knapsack",
     "MatrixCube",

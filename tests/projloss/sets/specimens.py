@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projloss.sets import (
+    Birkhoff,
     ConvexSet,
     Knapsack,
     MatrixCube,
@@ -71,6 +72,7 @@ SPECIMENS: list[Specimen] = [
     Specimen("permutahedron_w", lambda k: Permutahedron(_weights(k)), (1, 2, 4, 5)),
     # Sizes are numbers of classes k (points in R^{k-1}).
     Specimen("order_simplex", lambda k: OrderSimplex(), (2, 3, 5, 8)),
+    Specimen("birkhoff", lambda k: Birkhoff(), (1, 2, 3, 4)),
 ]
 
 BOUNDED = [s for s in SPECIMENS if s.bounded]
