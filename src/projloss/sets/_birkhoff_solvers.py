@@ -73,26 +73,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from .simplex import project_simplex
+
 Array = NDArray[np.float64]
-
-
-def sparsemax(x: Array) -> tuple[Array, Array]:
-    r"""Euclidean projection of each row of ``x`` (shape ``(..., k)``) onto the simplex.
-
-    Sort-based (Held et al. 1974; Martins & Astudillo 2016): with :math:`z` sorted in
-    decreasing order, the threshold is
-    :math:`\tau = \max_r (\sum_{s \le r} z_s - 1)/r` (the partial means increase up to the
-    support size :math:`\rho` and decrease after it, so the max is attained at
-    :math:`\rho`, without locating :math:`\rho` explicitly), and the projection is
-    :math:`\max(x - \tau, 0)`. Returns ``(p, tau)``; ``O(k log k)`` per row, batched.
-    """
-    k = x.shape[-1]
-    z = np.sort(x, axis=-1)[..., ::-1]
-    cs = np.cumsum(z, axis=-1)
-    cs -= 1.0
-    cs /= np.arange(1, k + 1, dtype=np.float64)
-    tau = cs.max(axis=-1, keepdims=True)
-    return np.maximum(x - tau, 0.0), tau
 
 
 # --------------------------------------------------------------------------- oracles
@@ -105,7 +88,7 @@ Oracle = Callable[[Array, Array], tuple[Array, Array]]
 
 def _oracle_euclidean(thetaT: Array, alpha: Array) -> tuple[Array, Array]:
     x = thetaT + alpha[:, None, :]
-    p = sparsemax(x)[0]
+    p = project_simplex(x)
     G = np.sum(p * (x - 0.5 * p), axis=(1, 2)) - alpha.sum(axis=1)
     return G, p
 

@@ -21,7 +21,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from projloss.sets import Birkhoff, get_set
-from projloss.sets._birkhoff_solvers import solve, sparsemax
+from projloss.sets._birkhoff_solvers import solve
 
 GEOMETRIES = ("euclidean", "kl")
 
@@ -202,14 +202,6 @@ def test_warm_start_saves_iterations(geometry):
     assert warm.converged.all()
     assert warm.n_iter < cold.n_iter
     np.testing.assert_allclose(P2, solve(theta2, geometry, 1e-9, 200)[0], atol=1e-8)
-
-
-def test_sparsemax_matches_simplex_reference():
-    rng = np.random.default_rng(0)
-    x = np.concatenate([rng.standard_normal((20, 5)), np.round(rng.standard_normal((5, 5)))])
-    p, _ = sparsemax(x)
-    for xi, pi in zip(x, p, strict=True):
-        np.testing.assert_allclose(pi, reference_projection(np.eye(5), xi, "euclidean"), atol=1e-9)
 
 
 def test_empty_batch_and_leading_axes():
