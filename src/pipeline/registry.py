@@ -244,14 +244,26 @@ def _file_spec(entry: Any, fail: Any) -> FileSpec:
     )
 
 
+# libyaml's C parser when available: the ordinal files list 60 files each.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CACHE: dict[Path, tuple[tuple[int, int], DatasetSpec]] = {}
+
+
 def load_spec(path: Path) -> DatasetSpec:
-    """Read and validate one dataset YAML file."""
+    """Read and validate one dataset YAML file (cached while the file is unchanged)."""
+    path = Path(path).resolve()
     try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        if path in _CACHE and _CACHE[path][0] == key:
+            return _CACHE[path][1]
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
     except yaml.YAMLError as exc:
         raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
-    return DatasetSpec.from_mapping(data or {}, source=Path(path))
+    spec = DatasetSpec.from_mapping(data or {}, source=path)
+    _CACHE[path] = (key, spec)
+    return spec
 
 
 def list_specs(dirs: Sequence[Path]) -> dict[str, DatasetSpec]:

@@ -5,11 +5,13 @@ attributes (the last L by convention), plus an XML file listing the label names.
 ARFF rows ``{index value, ...}`` use 0-based attribute indices; absent attributes are 0,
 which for a nominal attribute means its first category.
 
-Features: numeric attributes are kept; nominal attributes are one-hot encoded, with the
-binary ones kept as a single 0/1 column (scikit-learn's ``OneHotEncoder(drop="if_binary")``
-convention; a ``{0,1}`` attribute is the indicator of ``1``), so sparse binary word
-features stay sparse.  Birds thus has 258 numeric + 1 (``hasSegments``) + 12
-(``location``) = 271 columns from its 260 feature attributes.
+Features: numeric attributes are kept; nominal attributes are one-hot encoded
+(:class:`sklearn.preprocessing.OneHotEncoder`), except binary ones, kept as a single 0/1
+column (the indicator of the second category, or of ``1`` for ``{1,0}``: scikit-learn's
+``drop="if_binary"`` convention), so sparse binary word features stay sparse.  Column
+order: kept attributes, flipped ``{1,0}`` ones, then the one-hot blocks (``name=value``).
+Birds thus has 258 numeric + 1 (``hasSegments``) + 12 (``location``) = 271 columns
+from its 260 feature attributes.
 Labels: a dense 0/1 ``int8`` indicator matrix, columns in the order of the label list.
 """
 
@@ -109,33 +111,33 @@ def read(
             raise ValueError(f"label attribute {names[j]!r} must be nominal {{0,1}}, got {cats}")
         positive.append(cats.index("1"))
 
-    keep, encode, encode_cats = [], [], []
-    for j, (name, typ) in enumerate(attributes):
+    # keep: numeric, and binary nominal whose code 1 is the positive category
+    # flip: binary {1,0} (code 0 is "1": column = 1 - code); encode: k > 2 categories
+    keep, flip, encode, encode_cats = [], [], [], []
+    for j, (_, typ) in enumerate(attributes):
         if j in label_set:
             continue
         if isinstance(typ, str) and typ.upper() in _NUMERIC:
             keep.append(j)
+        elif isinstance(typ, list) and len(typ) == 2:
+            (flip if typ == ["1", "0"] else keep).append(j)
         elif isinstance(typ, list):
-            if len(typ) == 2 and (sorted(typ) != ["0", "1"] or typ.index("1") == 1):
-                keep.append(j)  # code 0/1 is already the indicator of the second category
-            else:  # one-hot; for {1,0} put "0" first so drop="if_binary" keeps "1"
-                codes = list(range(len(typ)))
-                if sorted(typ) == ["0", "1"]:
-                    codes = [typ.index("0"), typ.index("1")]
-                encode.append(j)
-                encode_cats.append(codes)
+            encode.append(j)
+            encode_cats.append(list(range(len(typ))))
         else:
-            raise ValueError(f"attribute {name!r} has unsupported type {typ!r}")
+            raise ValueError(f"attribute {names[j]!r} has unsupported type {typ!r}")
 
     encoder = None
     if encode:
-        encoder = OneHotEncoder(
-            categories=encode_cats, drop="if_binary", dtype=np.float64, handle_unknown="error"
-        )
+        encoder = OneHotEncoder(categories=encode_cats, dtype=np.float64, handle_unknown="error")
         encoder.fit(np.array([[c[0] for c in encode_cats]]))
-    feature_names = [names[j] for j in keep]
+    feature_names = [names[j] for j in keep] + [names[j] for j in flip]
     if encoder is not None:
-        feature_names += list(encoder.get_feature_names_out([names[j] for j in encode]))
+        feature_names += [
+            f"{names[j]}={attributes[j][1][c]}"
+            for j, cats in zip(encode, encode_cats, strict=True)
+            for c in cats
+        ]
 
     parts: list[Part] = []
     any_sparse = False
@@ -146,6 +148,9 @@ def read(
         L = L.toarray() if sp.issparse(L) else L
         Y = (L == np.asarray(positive)).astype(np.int8)
         blocks = [A[:, keep]]
+        if flip:
+            F = A[:, flip]
+            blocks.append(1.0 - (F.toarray() if sp.issparse(F) else F))
         if encoder is not None:
             E = A[:, encode]
             E = E.toarray() if sp.issparse(E) else E
