@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from pipeline.paths import project_root
-from pipeline.readers import RawData, load_raw
+from pipeline.readers import RawData
 from pipeline.registry import DatasetSpec, get_spec, list_specs
 from pipeline.settings import DataSettings, data_settings
 from pipeline.stages import fetch
+from pipeline.stages.preprocess import RawCache
 
 ROOT = project_root()
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "", None}
@@ -109,18 +110,17 @@ def raw_all(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> DataSetti
     return settings
 
 
-_RAW: dict[tuple[str, int | None], RawData] = {}
+@pytest.fixture(scope="session")
+def raw_cache() -> RawCache:
+    """Raw data parsed once per session, shared with the stage runs of the tests."""
+    return RawCache()
 
 
 @pytest.fixture(scope="session")
-def load(raw_all: DataSettings):
+def load(raw_all: DataSettings, raw_cache: RawCache):
     """``load(name, split=0)``: a mirrored dataset's RawData, parsed once per session."""
 
     def _load(name: str, split: int | None = 0) -> RawData:
-        spec = get_spec(name, raw_all.dataset_dirs)
-        key = (name, split if spec.n_splits else None)
-        if key not in _RAW:
-            _RAW[key] = load_raw(spec, raw_all.raw_dir, key[1])
-        return _RAW[key]
+        return raw_cache.get(get_spec(name, raw_all.dataset_dirs), split, raw_all.raw_dir)
 
     return _load
