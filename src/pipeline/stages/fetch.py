@@ -201,6 +201,8 @@ def fetch_file(
             progress.update(dest.stat().st_size)
             return "present"
         log.warning("%s/%s: present but fails its checksum; re-fetching", spec.name, fspec.name)
+        if fspec.sha256:  # known bad: never leave it in place
+            dest.unlink()
     if settings.force:
         expected = fspec.sha256  # re-fetch: do not trust an earlier first use
 
@@ -242,17 +244,6 @@ def fetch_file(
         except NETWORK_ERRORS as exc:
             tried.append(f"{url} ({type(exc).__name__}: {exc})")
             continue
-        if expected is None:
-            log.warning(
-                "%s/%s: no sha256 in the registry; trusting the first download: sha256 %s "
-                "(recorded in %s; add `sha256: %s` to %s to pin it)",
-                spec.name,
-                fspec.name,
-                sha,
-                directory / CHECKSUMS,
-                sha,
-                spec.source or "its YAML",
-            )
         recorded[fspec.name] = sha
         return "download"
     if mismatches:
@@ -303,11 +294,23 @@ def fetch_dataset(
                 errors.append((fspec.name, exc))  # go on: a re-run needs only the failed files
                 continue
             if first_use and fspec.sha256 is None:
-                report.trusted[fspec.name] = recorded[fspec.name]
+                sha = report.trusted[fspec.name] = recorded[fspec.name]
+                log.warning(
+                    "%s/%s: no sha256 in the registry; trusting this first copy: sha256 %s "
+                    "(recorded in %s; add `sha256: %s` to %s to pin it)",
+                    spec.name,
+                    fspec.name,
+                    sha,
+                    directory / CHECKSUMS,
+                    sha,
+                    spec.source or "its YAML",
+                )
     finally:
         progress.close()
         if recorded:
             write_checksums(directory, recorded)
+        elif not any(directory.iterdir()):
+            directory.rmdir()  # nothing fetched: leave no empty directory behind
     if errors:
         first = errors[0][1]
         if len(errors) > 1:
@@ -329,8 +332,14 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
     specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs)
     start = time.perf_counter()
     reports = []
+    failures: list[tuple[str, DatasetError]] = []
     for spec in specs:
-        report = fetch_dataset(spec, settings, opener=opener)
+        try:
+            report = fetch_dataset(spec, settings, opener=opener)
+        except (ChecksumError, SourceUnavailableError) as exc:
+            failures.append((spec.name, exc))  # go on with the other datasets
+            log.error("fetch %-16s failed", spec.name)
+            continue
         reports.append(report)
         log.info(
             "fetch %-16s %3d files: %d present, %d mirror, %d local, %d downloaded",
@@ -349,4 +358,10 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
         settings.raw_dir,
         time.perf_counter() - start,
     )
+    if failures:
+        first = failures[0][1]
+        if len(failures) > 1:
+            others = ", ".join(name for name, _ in failures[1:])
+            raise type(first)(f"{first} [{len(failures) - 1} more dataset(s) failed: {others}]")
+        raise first
     return reports

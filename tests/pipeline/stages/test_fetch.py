@@ -268,3 +268,11 @@ def test_local_http_server(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_one_failure_does_not_stop_the_others(tmp_path: Path, mirror: Path) -> None:
+    settings = make_settings(tmp_path, mirror)
+    with pytest.raises(SourceUnavailableError, match=r"1 more dataset\(s\) failed: tmc2007"):
+        fetch.run(cfg_for(settings, datasets=["mediamill", "iris", "tmc2007"]), opener=offline)
+    assert (settings.raw_dir / "iris" / "iris.txt").is_file()
+    assert not (settings.raw_dir / "mediamill").exists()  # no empty directory left
