@@ -194,6 +194,13 @@ def _markdown(rows: Sequence[Mapping[str, Any]], specs: Mapping[str, DatasetSpec
             cells.append(f"{avg:.3f}" + (" =" if same else ""))
             setting = "ours, drop_empty" if r["drop_empty"] else "ours"
             lines.append(f"| {name} | {setting} | " + " | ".join(cells) + " |")
+    notes = [
+        f"- **{name}**: {spec.paper['note']}"
+        for name, spec in specs.items()
+        if spec.task == "multilabel" and spec.paper and spec.paper.get("note")
+    ]
+    if notes:
+        lines += ["", "Notes:", "", *notes]
     return "\n".join(lines) + "\n"
 
 

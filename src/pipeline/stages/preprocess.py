@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import MissingRawDataError
 from ..protocol import SPLITS, Variant, apply_protocol, split_indices
-from ..readers import RawData, load_raw
+from ..readers import FILE_OPTIONS, RawData, load_raw
 from ..registry import DatasetSpec, list_specs, select
 from ..settings import DataSettings, data_settings, to_plain
 from ..stats import missing_row, summarize, table_row, write_table
@@ -57,11 +57,11 @@ def splits_to_prepare(spec: DatasetSpec, settings: DataSettings) -> list[int | N
     return chosen
 
 
-def raw_checksums(spec: DatasetSpec, settings: DataSettings, raw: RawData) -> dict[str, str]:
-    """sha256 of the raw files a variant was built from (from ``SHA256SUMS``)."""
+def raw_checksums(spec: DatasetSpec, settings: DataSettings, split: int | None) -> dict[str, str]:
+    """sha256 of the raw files a variant is built from (from ``SHA256SUMS``)."""
     recorded = read_checksums(settings.raw_dir / spec.name)
-    names = list(raw.meta["files"].values())
-    names += [v for k, v in spec.options.items() if k.endswith("_xml")]
+    names = list(spec.part_files(split).values())
+    names += [spec.options[k] for k in sorted(FILE_OPTIONS & set(spec.options))]
     return {n: recorded.get(n, "") for n in names}
 
 
@@ -109,13 +109,12 @@ def prepare(
     """Prepare one variant of ``spec`` (if not already current); return its directory."""
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname
-    cache = cache or RawCache()
-    raw = cache.get(spec, variant.split, settings.raw_dir)
-    sums = raw_checksums(spec, settings, raw)
+    sums = raw_checksums(spec, settings, variant.split)
     if not settings.force and is_current(directory, variant, sums):
         log.info("preprocess %-24s up to date", variant.dirname)
         return directory
     start = time.perf_counter()
+    raw = (cache or RawCache()).get(spec, variant.split, settings.raw_dir)
     stats = write_variant(spec, raw, variant, directory, sums)
     n = stats["n_samples"]
     log.info(
