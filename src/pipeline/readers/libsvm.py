@@ -39,6 +39,7 @@ def read(
     )
     Xs, ys = loaded[0::2], loaded[1::2]
     label_ids = []
+    # A Python loop per sample, once at load time (sklearn returns label tuples per row).
     for y, path in zip(ys, paths, strict=True):
         ids = []
         for row in y:
