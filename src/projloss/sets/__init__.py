@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ConvexSet
+from .birkhoff import Birkhoff
 from .knapsack import Knapsack
 from .nonneg import NonNegative
+from .order_simplex import OrderSimplex
+from .permutahedron import Permutahedron
 from .reals import Reals
 from .row_simplex import RowSimplex
 from .simplex import Simplex
@@ -27,6 +30,9 @@ SETS: dict[str, type[ConvexSet]] = {
         Simplex,
         Knapsack,
         RowSimplex,
+        Permutahedron,
+        OrderSimplex,
+        Birkhoff,
     )
 }
 
@@ -42,10 +48,13 @@ def get_set(name: str, **params: Any) -> ConvexSet:
 
 __all__ = [
     "SETS",
+    "Birkhoff",
     "ConvexSet",
     "Knapsack",
     "MatrixCube",
     "NonNegative",
+    "OrderSimplex",
+    "Permutahedron",
     "Reals",
     "RowSimplex",
     "Simplex",

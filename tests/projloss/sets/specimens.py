@@ -11,15 +11,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projloss.sets import (
+    Birkhoff,
     ConvexSet,
     Knapsack,
     MatrixCube,
     NonNegative,
+    OrderSimplex,
+    Permutahedron,
     Reals,
     RowSimplex,
     Simplex,
     UnitCube,
 )
+
+
+def _weights(k: int) -> list[float]:
+    """An unsorted positive w of length k with ties (for k >= 3) and spread-out values."""
+    return [0.3, 2.5, 0.3, 4.0, 2.5][:k]
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,13 @@ SPECIMENS: list[Specimen] = [
     Specimen("knapsack-0-none", lambda k: Knapsack(), (2, 4)),
     Specimen("knapsack-0-0", lambda k: Knapsack(0, 0), (1, 3)),
     Specimen("knapsack-k-k", lambda k: Knapsack(k, k), (1, 3)),
+    # Default w = (k, ..., 1), built for the size of theta.
+    Specimen("permutahedron", lambda k: Permutahedron(), (1, 2, 3, 5)),
+    # A given w: unsorted, with ties, positive (so both geometries apply).
+    Specimen("permutahedron_w", lambda k: Permutahedron(_weights(k)), (1, 2, 4, 5)),
+    # Sizes are numbers of classes k (points in R^{k-1}).
+    Specimen("order_simplex", lambda k: OrderSimplex(), (2, 3, 5, 8)),
+    Specimen("birkhoff", lambda k: Birkhoff(), (1, 2, 3, 4)),
 ]
 
 BOUNDED = [s for s in SPECIMENS if s.bounded]

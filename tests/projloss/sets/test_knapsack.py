@@ -342,3 +342,12 @@ def test_vertices_encode_decode():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("level", [3.0, 3e3, -3e3])
+def test_kl_tied_large_entries_sum_exactly_to_the_budget(level):
+    # Regression: the threshold used to be formed as c + log(...) and subtracted from
+    # theta, which rounds ~|theta| * eps away (sum off by 1e-12 at 3e3).
+    mu = Knapsack(4, 4).project(np.full(5, level), "kl")
+    np.testing.assert_allclose(mu, 0.8, rtol=0, atol=1e-15)
+    assert abs(mu.sum() - 4.0) <= 1e-15

@@ -1,0 +1,111 @@
+"""Python API to prepared datasets, for the training stages and for users.
+
+>>> from pipeline.data import load_prepared
+>>> d = load_prepared("birds", drop_empty=True)      # doctest: +SKIP
+>>> X_train, Y_train = d.train                        # doctest: +SKIP
+>>> d.stats["knapsack"]["u"]                          # doctest: +SKIP
+
+When the prepared files are missing (or were built with other parameters), the dataset
+is fetched and preprocessed first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .protocol import SPLITS, Variant
+from .registry import DatasetSpec, get_spec
+from .settings import data_settings
+from .stages.fetch import Opener, fetch_dataset
+from .stages.preprocess import is_current, prepare
+from .storage import load_split, load_stats
+
+
+@dataclass
+class PreparedData:
+    """A prepared dataset: ``(X, y)`` per split, the row ids, and the statistics.
+
+    X is float64, dense or CSR; y is int64: permutations ``y[rank] = label`` (label
+    ranking), classes 1..K (ordinal) or a 0/1 indicator matrix (multilabel).
+    """
+
+    name: str
+    task: str
+    variant: str
+    directory: Path
+    train: tuple[Any, np.ndarray]
+    val: tuple[Any, np.ndarray]
+    test: tuple[Any, np.ndarray]
+    index: dict[str, np.ndarray]
+    stats: dict[str, Any]
+
+    @property
+    def train_val(self) -> tuple[Any, np.ndarray]:
+        """Train and validation stacked (the refit set of the protocol)."""
+        import scipy.sparse as sp
+
+        (Xa, ya), (Xb, yb) = self.train, self.val
+        X = sp.vstack([Xa, Xb], format="csr") if sp.issparse(Xa) else np.vstack([Xa, Xb])
+        return X, np.concatenate([ya, yb])
+
+
+def load_prepared(
+    dataset: str | Mapping[str, Any] | DatasetSpec,
+    cfg: Mapping[str, Any] | None = None,
+    *,
+    split: int | None = None,
+    drop_empty: bool | None = None,
+    seed: int | None = None,
+    test_size: float | None = None,
+    val_size: float | None = None,
+    prepare_missing: bool = True,
+    opener: Opener | None = None,
+) -> PreparedData:
+    """Load a prepared dataset, fetching and preprocessing it first when needed.
+
+    ``dataset``: a registry name, or a dataset mapping (e.g. Hydra's ``cfg.dataset``).
+    ``cfg``: a stage config or its ``data`` node (default ``conf/data/default.yaml``);
+    the keyword options override it (``split`` is the ordinal split index).
+    """
+    overrides = {
+        k: v
+        for k, v in {
+            "drop_empty": drop_empty,
+            "seed": seed,
+            "test_size": test_size,
+            "val_size": val_size,
+        }.items()
+        if v is not None
+    }
+    if split is not None:
+        overrides["ordinal_split"] = split
+    settings = data_settings(cfg, **overrides)
+    spec = get_spec(dataset, settings.dataset_dirs)
+    variant = Variant.of(spec, settings, split)
+    directory = settings.prepared_dir / variant.dirname
+    if not is_current(directory, variant, None):
+        if not prepare_missing:
+            raise FileNotFoundError(
+                f"dataset {spec.name!r}: no prepared variant in {directory}; run "
+                f"`python -m pipeline.preprocess datasets={spec.name}`"
+            )
+        fetch_dataset(spec, settings, opener=opener)
+        prepare(spec, settings.replace(force=True), variant.split)
+    stats = load_stats(directory) or {}
+    loaded = {s: load_split(directory / f"{s}.npz") for s in SPLITS}
+    return PreparedData(
+        name=spec.name,
+        task=spec.task,
+        variant=variant.dirname,
+        directory=directory,
+        train=loaded["train"][:2],
+        val=loaded["val"][:2],
+        test=loaded["test"][:2],
+        index={s: loaded[s][2] for s in SPLITS},
+        stats=stats,
+    )

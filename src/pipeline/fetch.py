@@ -1,0 +1,23 @@
+"""``python -m pipeline.fetch [datasets=...] [data.mirror=...]``: Hydra entry point.
+
+Composes ``conf/fetch.yaml`` and calls :func:`pipeline.stages.fetch.run`.  With no
+arguments it fetches every mirrored dataset.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from ._hydra import config_path, run_or_exit
+from .stages import fetch
+
+
+@hydra.main(config_path=config_path(), config_name="fetch", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Fetch the selected datasets."""
+    run_or_exit(fetch.run, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""``python -m pipeline.preprocess [datasets=...] [data.drop_empty=true] ...``: Hydra entry.
+
+Composes ``conf/preprocess.yaml`` and calls :func:`pipeline.stages.preprocess.run`.
+With no arguments it prepares every mirrored dataset and writes the statistics table.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from ._hydra import config_path, run_or_exit
+from .stages import preprocess
+
+
+@hydra.main(config_path=config_path(), config_name="preprocess", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Preprocess the selected datasets."""
+    run_or_exit(preprocess.run, cfg)
+
+
+if __name__ == "__main__":
+    main()

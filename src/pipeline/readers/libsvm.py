@@ -1,0 +1,65 @@
+"""LIBSVM multi-label files (``l1,l2,... idx:val ...``, plain or ``.bz2``/``.gz``).
+
+Parsed with :func:`sklearn.datasets.load_svmlight_files` (``multilabel=True``), all parts
+together so that they share one feature count.  Feature indices are 1-based in LIBSVM
+files (``zero_based=False``); label ids start at ``label_base`` (0 in the LIBSVM
+multi-label sets).  Lines without labels (first token ``idx:val``) are samples with an
+empty label set.  Labels become a dense 0/1 ``int8`` indicator matrix (scikit-learn's
+``MultiLabelBinarizer``); X is a CSR matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_files
+from sklearn.preprocessing import MultiLabelBinarizer
+
+Part = tuple[sp.csr_matrix, np.ndarray]
+
+
+def read(
+    paths: Sequence[Path],
+    n_features: int | None = None,
+    n_labels: int | None = None,
+    zero_based: bool = False,
+    label_base: int = 0,
+) -> tuple[list[Part], dict[str, Any]]:
+    """Read LIBSVM multi-label files jointly."""
+    loaded = load_svmlight_files(
+        [str(p) for p in paths],
+        n_features=n_features,
+        dtype=np.float64,
+        multilabel=True,
+        zero_based=zero_based,
+    )
+    Xs, ys = loaded[0::2], loaded[1::2]
+    label_ids = []
+    # A Python loop per sample, once at load time (sklearn returns label tuples per row).
+    for y, path in zip(ys, paths, strict=True):
+        ids = []
+        for row in y:
+            arr = np.asarray(row, dtype=np.float64)
+            if not np.all(arr == np.round(arr)):
+                raise ValueError(f"{path}: non-integer label in {row}")
+            ids.append(tuple(int(v) - label_base for v in arr))
+        label_ids.append(ids)
+    seen = [i for ids in label_ids for row in ids for i in row]
+    lo = min(seen, default=0)
+    hi = max(seen, default=-1)
+    if lo < 0:
+        raise ValueError(f"{paths[0]}: label id {lo + label_base} < label_base = {label_base}")
+    if n_labels is None:
+        n_labels = hi + 1
+    elif hi >= n_labels:
+        raise ValueError(f"{paths[0]}: label id {hi + label_base} but n_labels = {n_labels}")
+    mlb = MultiLabelBinarizer(classes=list(range(n_labels)))
+    parts: list[Part] = []
+    for X, ids in zip(Xs, label_ids, strict=True):
+        Y = mlb.fit_transform(ids).astype(np.int8)
+        parts.append((sp.csr_matrix(X, dtype=np.float64), Y))
+    return parts, {"n_classes": n_labels, "n_attributes": int(Xs[0].shape[1])}

@@ -1,0 +1,324 @@
+"""The dataset registry: one YAML file per dataset under ``conf/dataset/``.
+
+The same files are the Hydra group ``dataset`` (``dataset=<name>`` selects one) and are
+read directly here to list, select and validate datasets.  A dataset YAML holds::
+
+    name: birds                  # = the file name without .yaml
+    task: multilabel             # label_ranking | ordinal | multilabel
+    type: Audio                  # domain (the paper's Table 5 "Type" column), optional
+    format: mulan_arff           # reader: label_ranking | orreview | mulan_arff | libsvm
+    options: {labels_xml: birds.xml}   # reader keyword arguments
+    sparse: null                 # store X sparse (true), dense (false), or as read (null)
+    parts: {train: birds-train.arff, test: birds-test.arff}   # or {all: file}
+    n_splits: null               # k when the part names contain "{split}" (0..k-1)
+    homepage: http://...         # where the data set is described (not downloaded)
+    paper: {...}                 # the paper's statistics, for the comparison table
+    files:                       # every file to fetch
+      - name: birds-train.arff   # file name under data/raw/<name>/
+        bytes: 539367            # optional: size check
+        sha256: 8f21...          # optional: when missing, trust on first use (see fetch)
+        mirror: multilabel/birds/birds-train.arff   # path in the local mirror, optional
+        path: /some/local/file   # a local source file (user datasets), optional
+        urls: [https://...]      # download URLs, tried in order, optional
+
+A file is taken from ``path``, else from the mirror, else from its URLs (see
+:mod:`pipeline.stages.fetch`).  A dataset is *mirrored* when every file has a ``mirror``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import RegistryError, UnknownDatasetError
+from .settings import to_plain
+
+TASKS = ("label_ranking", "ordinal", "multilabel")
+#: reader format -> the task whose labels it produces
+FORMAT_TASK = {
+    "label_ranking": "label_ranking",
+    "orreview": "ordinal",
+    "mulan_arff": "multilabel",
+    "libsvm": "multilabel",
+}
+#: keywords of a dataset selector (besides task names and dataset names)
+KEYWORDS = ("all", "mirrored")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+_TOP_KEYS = {
+    "name",
+    "task",
+    "type",
+    "format",
+    "options",
+    "sparse",
+    "parts",
+    "n_splits",
+    "homepage",
+    "description",
+    "paper",
+    "files",
+}
+#: the per-dataset record of verified checksums in data/raw/<name>/ (sha256sum format)
+CHECKSUMS = "SHA256SUMS"
+_FILE_KEYS = {"name", "bytes", "sha256", "mirror", "path", "urls", "url"}
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of a dataset and where to get it."""
+
+    name: str
+    sha256: str | None = None
+    bytes: int | None = None
+    mirror: str | None = None
+    path: str | None = None
+    urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A validated registry entry (see the module docstring for the fields)."""
+
+    name: str
+    task: str
+    format: str
+    files: tuple[FileSpec, ...]
+    parts: dict[str, str]
+    n_splits: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    sparse: bool | None = None
+    type: str | None = None
+    homepage: str | None = None
+    description: str | None = None
+    paper: dict[str, Any] | None = None
+    source: Path | None = None
+
+    @property
+    def mirrored(self) -> bool:
+        """True when every file has a copy in the local mirror."""
+        return all(f.mirror for f in self.files)
+
+    @property
+    def has_split(self) -> bool:
+        """True when the dataset ships its own train/test split."""
+        return "train" in self.parts
+
+    def file(self, name: str) -> FileSpec:
+        """The file entry called ``name``."""
+        for f in self.files:
+            if f.name == name:
+                return f
+        raise RegistryError(f"dataset {self.name!r} has no file {name!r}")
+
+    def part_files(self, split: int | None = None) -> dict[str, str]:
+        """Part name -> file name, with ``{split}`` filled in for indexed splits."""
+        if self.n_splits is None:
+            return dict(self.parts)
+        if split is None or not 0 <= split < self.n_splits:
+            raise ValueError(
+                f"dataset {self.name!r}: split must be an integer in 0..{self.n_splits - 1}, "
+                f"got {split!r}"
+            )
+        return {part: tmpl.format(split=split) for part, tmpl in self.parts.items()}
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], source: Path | None = None) -> DatasetSpec:
+        """Validate a registry mapping (a parsed YAML file or a Hydra ``dataset`` node)."""
+        m = to_plain(mapping)
+        where = f" in {source}" if source is not None else ""
+        if not isinstance(m, dict):
+            raise RegistryError(f"a dataset entry must be a mapping{where}")
+        name = m.get("name") or (source.stem if source is not None else None)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise RegistryError(f"invalid or missing dataset name {name!r}{where}")
+        if source is not None and name != source.stem:
+            raise RegistryError(
+                f"dataset name {name!r} differs from its file name {source.name!r}; "
+                "Hydra selects datasets by file name, so they must agree"
+            )
+        ctx = f"dataset {name!r}{where}"
+
+        def fail(msg: str) -> RegistryError:
+            return RegistryError(f"{ctx}: {msg}")
+
+        unknown = sorted(set(m) - _TOP_KEYS)
+        if unknown:
+            raise fail(f"unknown key(s) {unknown}; valid: {sorted(_TOP_KEYS)}")
+        task, fmt = m.get("task"), m.get("format")
+        if task not in TASKS:
+            raise fail(f"task must be one of {list(TASKS)}, got {task!r}")
+        if fmt not in FORMAT_TASK:
+            raise fail(f"format must be one of {sorted(FORMAT_TASK)}, got {fmt!r}")
+        if FORMAT_TASK[fmt] != task:
+            raise fail(f"format {fmt!r} gives {FORMAT_TASK[fmt]} labels, not {task}")
+        files = tuple(_file_spec(f, fail) for f in (m.get("files") or []))
+        if not files:
+            raise fail("'files' must list at least one file")
+        names = [f.name for f in files]
+        if len(set(names)) != len(names):
+            raise fail("file names must be unique")
+        parts = m.get("parts")
+        if not isinstance(parts, dict) or set(parts) not in ({"all"}, {"train", "test"}):
+            raise fail("'parts' must be {all: <file>} or {train: <file>, test: <file>}")
+        if not all(isinstance(v, str) for v in parts.values()):
+            raise fail("'parts' values must be file names")
+        n_splits = m.get("n_splits")
+        templated = any("{split}" in v for v in parts.values())
+        if n_splits is not None:
+            if isinstance(n_splits, bool) or not isinstance(n_splits, int) or n_splits < 1:
+                raise fail(f"n_splits must be a positive integer, got {n_splits!r}")
+            if not templated:
+                raise fail("n_splits is set but the part names have no '{split}'")
+        elif templated:
+            raise fail("the part names contain '{split}' but n_splits is not set")
+        splits: Iterable[int | None] = range(n_splits) if n_splits else [None]
+        for s in splits:
+            for part, tmpl in parts.items():
+                fname = tmpl.format(split=s) if s is not None else tmpl
+                if fname not in names:
+                    raise fail(f"part {part!r} uses file {fname!r}, which 'files' does not list")
+        options = m.get("options") or {}
+        if not isinstance(options, dict):
+            raise fail("'options' must be a mapping")
+        sparse = m.get("sparse")
+        if sparse not in (None, True, False):
+            raise fail(f"'sparse' must be true, false or null, got {sparse!r}")
+        paper = m.get("paper")
+        if paper is not None and not isinstance(paper, dict):
+            raise fail("'paper' must be a mapping")
+        return cls(
+            name=name,
+            task=task,
+            format=fmt,
+            files=files,
+            parts=dict(parts),
+            n_splits=n_splits,
+            options=dict(options),
+            sparse=sparse,
+            type=m.get("type"),
+            homepage=m.get("homepage"),
+            description=m.get("description"),
+            paper=paper,
+            source=source,
+        )
+
+
+def _file_spec(entry: Any, fail: Any) -> FileSpec:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise fail(f"each file needs a 'name', got {entry!r}")
+    unknown = sorted(set(entry) - _FILE_KEYS)
+    if unknown:
+        raise fail(f"file {entry['name']!r}: unknown key(s) {unknown}")
+    fname = entry["name"]
+    if "/" in fname or "\\" in fname or fname.startswith(".") or fname == CHECKSUMS:
+        raise fail(f"file name {fname!r} must be a plain file name (not {CHECKSUMS})")
+    sha = entry.get("sha256")
+    if sha is not None and (not isinstance(sha, str) or not _SHA.match(sha.lower())):
+        raise fail(f"file {fname!r}: sha256 must be 64 hex digits, got {sha!r}")
+    size = entry.get("bytes")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise fail(f"file {fname!r}: bytes must be a non-negative integer, got {size!r}")
+    urls = entry.get("urls") or []
+    if isinstance(urls, str):
+        urls = [urls]
+    if entry.get("url"):
+        urls = [entry["url"], *urls]
+    if not all(isinstance(u, str) for u in urls):
+        raise fail(f"file {fname!r}: urls must be strings")
+    if not (entry.get("mirror") or entry.get("path") or urls):
+        raise fail(f"file {fname!r} has no source: give 'path', 'mirror' or 'urls'")
+    return FileSpec(
+        name=fname,
+        sha256=sha.lower() if sha else None,
+        bytes=size,
+        mirror=entry.get("mirror"),
+        path=entry.get("path"),
+        urls=tuple(urls),
+    )
+
+
+# libyaml's C parser when available: the ordinal files list 60 files each.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CACHE: dict[Path, tuple[tuple[int, int], DatasetSpec]] = {}
+
+
+def load_spec(path: Path) -> DatasetSpec:
+    """Read and validate one dataset YAML file (cached while the file is unchanged)."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        if path in _CACHE and _CACHE[path][0] == key:
+            return _CACHE[path][1]
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
+    spec = DatasetSpec.from_mapping(data or {}, source=path)
+    _CACHE[path] = (key, spec)
+    return spec
+
+
+def list_specs(dirs: Sequence[Path]) -> dict[str, DatasetSpec]:
+    """Every dataset defined in ``dirs`` (``*.yaml``), by name; the first directory wins."""
+    specs: dict[str, DatasetSpec] = {}
+    for d in dirs:
+        if not Path(d).is_dir():
+            continue
+        for path in sorted(Path(d).glob("*.yaml")):
+            if path.stem not in specs:
+                specs[path.stem] = load_spec(path)
+    return dict(sorted(specs.items(), key=lambda kv: (TASKS.index(kv[1].task), kv[0].lower())))
+
+
+def get_spec(name: str | Mapping[str, Any] | DatasetSpec, dirs: Sequence[Path]) -> DatasetSpec:
+    """The dataset called ``name`` (or a spec given as a mapping, validated)."""
+    if isinstance(name, DatasetSpec):
+        return name
+    if not isinstance(name, str):
+        return DatasetSpec.from_mapping(name)
+    for d in dirs:
+        path = Path(d) / f"{name}.yaml"
+        if path.is_file():
+            return load_spec(path)
+    valid = list(list_specs(dirs))
+    raise UnknownDatasetError(
+        f"unknown dataset {name!r}; valid names: {', '.join(valid)}. "
+        f"To add a dataset, write {Path(dirs[0]) / (name + '.yaml')} (README, 'Datasets')."
+    )
+
+
+def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[DatasetSpec]:
+    """The datasets a selector names, in registry order, without duplicates.
+
+    A selector is a dataset name, ``all``, ``mirrored`` (every dataset with a mirror copy),
+    a task name (every dataset of that task), or a list (or comma-separated string) of
+    those.  ``None`` means ``mirrored``.
+    """
+    if selector is None:
+        selector = "mirrored"
+    items = [s.strip() for s in selector.split(",")] if isinstance(selector, str) else selector
+    items = [str(s) for s in items if str(s).strip()]
+    if not items:
+        raise ValueError("empty dataset selector; give names, 'all', 'mirrored' or a task")
+    specs = list_specs(dirs)
+    chosen: dict[str, DatasetSpec] = {}
+    for item in items:
+        if item == "all":
+            chosen.update(specs)
+        elif item == "mirrored":
+            chosen.update({n: s for n, s in specs.items() if s.mirrored})
+        elif item in TASKS and item not in specs:
+            chosen.update({n: s for n, s in specs.items() if s.task == item})
+        else:
+            spec = get_spec(item, dirs)
+            chosen[spec.name] = spec
+    order = {n: i for i, n in enumerate(specs)}
+    return sorted(chosen.values(), key=lambda s: order.get(s.name, len(order)))

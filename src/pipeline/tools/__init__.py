@@ -1,0 +1,1 @@
+"""Maintenance tools (not used at run time)."""

@@ -1,0 +1,167 @@
+r"""The Birkhoff polytope of doubly stochastic matrices (paper §4, "Birkhoff polytope").
+
+.. math::
+    \mathcal B_k = \{P \in \mathbb R^{k\times k} : P\mathbf 1 = \mathbf 1,\;
+    P^\top\mathbf 1 = \mathbf 1,\; P \ge 0\},
+
+the marginal polytope of permutations (label ranking, paper §6): a ranking ``y`` with
+``y[rank] = label`` is encoded as the permutation matrix ``Y[rank, label] = 1``, and the
+vertices of :math:`\mathcal B_k` are exactly the :math:`k!` permutation matrices.
+
+- Euclidean projection :math:`\operatorname{argmin}_{P \in \mathcal B_k}
+  \tfrac12\|P - \theta\|^2`: the quadratically regularized optimal transport problem with
+  cost :math:`-\theta` (Blondel, Seguy & Rolet 2018), solved in its semi-dual.
+- KL projection :math:`\operatorname{argmin}_{P\in\mathcal B_k} \mathrm{KL}(P,
+  e^{\theta-1})`: entropic optimal transport, i.e. the Sinkhorn scaling
+  :math:`P = \operatorname{diag}(e^\alpha) e^{\theta} \operatorname{diag}(e^\beta)`, also
+  solved in its semi-dual.
+
+Both are solved for all samples at once by a batched Newton method with
+:math:`\varepsilon`-scaling (see :mod:`projloss.sets._birkhoff_solvers`), to a
+max-norm marginal violation ``tol``; a :class:`~sklearn.exceptions.ConvergenceWarning`
+is emitted when some sample does not reach it within ``max_iter`` iterations. Cost per
+Newton iteration: :math:`O(k^2\log k)` (Euclidean) or :math:`O(k^2)` (KL) plus a
+:math:`k\times k` solve, per sample; about 5-15 iterations for
+:math:`\theta \sim \mathcal N(0, 2^2)` at :math:`k = 11`, a few tens for
+:math:`|\theta| \sim 10^3`.
+
+- MAP: the linear assignment problem
+  :math:`\max_\sigma \sum_i \theta_{i\sigma(i)}`, by the Hungarian algorithm
+  (:func:`scipy.optimize.linear_sum_assignment`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import linear_sum_assignment
+from sklearn.exceptions import ConvergenceWarning
+
+from .._validation import check_array
+from . import _birkhoff_solvers
+from .base import ConvexSet
+
+
+class Birkhoff(ConvexSet):
+    r"""The Birkhoff polytope :math:`\mathcal B_k` of doubly stochastic ``k x k`` matrices.
+
+    Parameters
+    ----------
+    tol : float, default=1e-9
+        Target accuracy of the projections: the largest violation of a row or column sum
+        (max-norm). Column sums hold to rounding by construction; ``tol`` bounds the rows.
+        Values below about ``1e-13`` cannot be reached in float64.
+    max_iter : int, default=200
+        Maximum number of Newton iterations (per :math:`\varepsilon`-scaling stage). A
+        :class:`~sklearn.exceptions.ConvergenceWarning` reports samples left above ``tol``.
+    warm_start : bool, default=False
+        Start each projection from the dual variables of the previous one (same geometry
+        and batch shape). Helps when the same batch is projected again at a nearby
+        ``theta`` (successive iterations of a training loop): about 2-3x fewer Newton
+        iterations. Samples that do not converge quickly from the warm start are restarted
+        cold, so results still meet ``tol`` and agree with a cold start up to solver
+        accuracy, but they depend (below ``tol``) on the call history, and one instance
+        should not be shared between threads.
+    """
+
+    name: ClassVar[str] = "birkhoff"
+    matrix: ClassVar[bool] = True
+
+    def __init__(self, tol: float = 1e-9, max_iter: int = 200, warm_start: bool = False):
+        if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
+            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        if not (isinstance(max_iter, int | np.integer) and max_iter >= 1):
+            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.warm_start = bool(warm_start)
+        self._last: dict[str, tuple[tuple[int, ...], NDArray[np.float64]]] = {}
+
+    def get_params(self) -> dict[str, Any]:
+        return {"tol": self.tol, "max_iter": self.max_iter, "warm_start": self.warm_start}
+
+    # ------------------------------------------------------------------ projections
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._project(theta, "euclidean")
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._project(theta, "kl")
+
+    def _project(self, theta: NDArray[np.float64], geometry: str) -> NDArray[np.float64]:
+        shape = theta.shape
+        k = shape[-1]
+        flat = theta.reshape(-1, k, k)
+        init = None
+        if self.warm_start and geometry in self._last and self._last[geometry][0] == shape:
+            init = self._last[geometry][1]
+        P, alpha, info = _birkhoff_solvers.solve(flat, geometry, self.tol, self.max_iter, init)
+        if self.warm_start:
+            self._last[geometry] = (shape, alpha)
+        if not info.converged.all():
+            bad = int(np.sum(~info.converged))
+            warnings.warn(
+                f"Birkhoff {geometry} projection did not converge: marginal violation "
+                f"{info.violation.max():.3e} > tol={self.tol:.1e} on {bad} of {len(flat)} "
+                f"samples after max_iter={self.max_iter} Newton iterations; increase "
+                "max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return P.reshape(shape)
+
+    # ------------------------------------------------------------------ MAP
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        shape = theta.shape
+        k = shape[-1]
+        flat = theta.reshape(-1, k, k)
+        out = np.zeros_like(flat)
+        rows = np.arange(k)
+        # One Hungarian solve per sample: a Python loop, acceptable here because MAP is used
+        # at prediction/decoding time, not inside the training loop.
+        for i, t in enumerate(flat):
+            _, cols = linear_sum_assignment(t, maximize=True)
+            out[i, rows, cols] = 1.0
+        return out.reshape(shape)
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """Permutation matrices ``Y[..., rank, label] = 1`` of rankings ``y[..., rank] = label``.
+
+        ``y`` has shape ``(..., k)`` and each ``y[...]`` must be a permutation of
+        ``0, ..., k-1``.
+        """
+        arr = np.asarray(y)
+        if arr.ndim < 1:
+            raise ValueError("y must have shape (..., k) (a permutation per row), got a scalar")
+        if arr.shape[-1] < 1:
+            raise ValueError(f"y must have shape (..., k) with k >= 1, got {arr.shape}")
+        if k is not None and arr.shape[-1] != k:
+            raise ValueError(f"y must have shape (..., {k}), got {arr.shape}")
+        k = arr.shape[-1]
+        if arr.dtype.kind not in "iub":
+            if arr.dtype.kind != "f" or not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+                raise ValueError("y must contain integer labels (a permutation per row)")
+        labels = arr.astype(np.int64)
+        if not np.array_equal(np.sort(labels, axis=-1), np.broadcast_to(np.arange(k), arr.shape)):
+            raise ValueError(f"each row of y must be a permutation of 0..{k - 1}")
+        return (labels[..., None] == np.arange(k)).astype(np.float64)
+
+    def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        """Ranking ``y[..., rank] = argmax_label v[..., rank, label]`` (row argmax)."""
+        arr = check_array(v, name="v", matrix=True)
+        return np.argmax(arr, axis=-1).astype(np.int64)
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        """All ``k!`` permutation matrices, shape ``(k!, k, k)``."""
+        perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
+        return np.eye(k)[perms]
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        rows = np.abs(u.sum(axis=-1) - 1.0).max(axis=-1) <= atol
+        cols = np.abs(u.sum(axis=-2) - 1.0).max(axis=-1) <= atol
+        return rows & cols & np.all(u >= -atol, axis=(-2, -1))

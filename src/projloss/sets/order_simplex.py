@@ -1,0 +1,124 @@
+r"""The order simplex, for ordinal regression with ``k`` classes (paper §4, Prop. 4).
+
+.. math:: \mathcal M = \operatorname{conv}(0, e_1, e_1 + e_2, \dots, e_1 + \dots + e_{k-1})
+          = \{\mu \in \mathbb R^{k-1} : 1 \ge \mu_1 \ge \dots \ge \mu_{k-1} \ge 0\},
+
+with the all-threshold encoding :math:`\varphi(y) = \sum_{i < y} e_i` of the classes
+:math:`y \in \{1, \dots, k\}`. **Size convention**: the size ``k`` of ``vertices(k)``,
+``encode(y, k)`` and ``event_shape(k)`` is the number of classes; points (and ``theta``)
+have ``k - 1`` coordinates.
+
+Oracles (``iso`` = decreasing Euclidean isotonic regression, :mod:`projloss.isotonic`):
+
+- Euclidean: :math:`P(\theta) = \operatorname{clip}(\operatorname{iso}(\theta), 0, 1)`
+  (isotonic regression with bounds, Best & Chakravarti 1990). *Why clipping is exact*, for
+  any separable objective :math:`\sum_i f_i(\mu_i)` with :math:`f_i` convex: let
+  :math:`\mu^\star` be the minimizer over the decreasing cone :math:`K`, with pools
+  :math:`B` on which :math:`\sum_{i\in B} f_i'(\mu^\star_i) = 0`, and let
+  :math:`g = \nabla f(\mu^\star)`. Since :math:`K` is a cone, optimality
+  (:math:`\langle g, x - \mu^\star\rangle \ge 0` for :math:`x \in K`, with
+  :math:`x = 0, 2\mu^\star`) gives :math:`\langle g, x\rangle \ge 0` on :math:`K`. Let
+  :math:`u = \operatorname{clip}(\mu^\star, 0, 1) \in \mathcal M` and :math:`z \in \mathcal
+  M`. Then :math:`\langle \nabla f(u), z - u\rangle = \langle g, z\rangle - \langle g,
+  u\rangle + \langle \nabla f(u) - g, z - u\rangle`: the first term is :math:`\ge 0`; the
+  second is 0 because :math:`u` is constant on each pool; in the third, each coordinate
+  is 0 where :math:`u = \mu^\star`, and where :math:`\mu^\star_i > 1` (resp. :math:`< 0`),
+  :math:`f_i'(u_i) - f_i'(\mu^\star_i) \le 0` and :math:`z_i - u_i = z_i - 1 \le 0` (resp.
+  both :math:`\ge 0`). So :math:`u` satisfies the optimality condition on
+  :math:`\mathcal M`.
+- KL, :math:`\operatorname{argmin}_{\mu \in \mathcal M} \sum_i \mu_i \log \mu_i -
+  \mu_i\theta_i` (= :math:`KL(\mu, e^{\theta - 1})` + const): on a pool :math:`B` the
+  minimizer of :math:`\sum_{i\in B} \mu\log\mu - \mu\theta_i` is
+  :math:`\mu_B = e^{\bar\theta_B - 1}` (:math:`\bar\theta_B` the mean), a strictly
+  increasing function of the Euclidean pool value :math:`\bar\theta_B`. Pool adjacent
+  violators only compares pool values, so it forms the same pools as for
+  :math:`\operatorname{iso}(\theta)`: the minimizer over the decreasing cone is
+  :math:`e^{\operatorname{iso}(\theta) - 1} > 0` (no lower bound active). By the clipping
+  argument above, :math:`P(\theta) = \min(1, e^{\operatorname{iso}(\theta) - 1}) =
+  e^{\min(\operatorname{iso}(\theta) - 1, 0)}` (no overflow).
+- MAP: the scores :math:`s_y = \langle\theta, \varphi(y)\rangle = \sum_{i<y}\theta_i` for
+  :math:`y = 1..k` are cumulative sums; return :math:`\varphi(\operatorname{argmax}_y s_y)`
+  (ties: the smallest :math:`y`).
+
+All oracles are :math:`O(k)` (isotonic regression by parallel PAV), batched without a
+Python loop over samples.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_array
+from ..isotonic import isotonic_regression
+from .base import ConvexSet, check_binary
+
+
+def _phi(y: NDArray[np.int64], k: int) -> NDArray[np.float64]:
+    """:math:`\\varphi(y) = \\sum_{i<y} e_i \\in \\{0,1\\}^{k-1}` for labels in 1..k."""
+    return (np.arange(1, k) < y[..., None]).astype(np.float64)
+
+
+class OrderSimplex(ConvexSet):
+    """The order simplex :math:`\\{1 \\ge \\mu_1 \\ge \\dots \\ge \\mu_{k-1} \\ge 0\\}`
+    (``k`` classes, points in :math:`\\mathbb R^{k-1}`)."""
+
+    name: ClassVar[str] = "order_simplex"
+
+    def event_shape(self, k: int) -> tuple[int, ...]:
+        """Points of the order simplex for ``k`` classes have ``k - 1`` coordinates."""
+        self._check_classes(k)
+        return (k - 1,)
+
+    @staticmethod
+    def _check_classes(k: int) -> None:
+        if int(k) != k or k < 2:
+            raise ValueError(f"the order simplex needs k >= 2 classes, got k = {k}")
+
+    # ------------------------------------------------------------------ oracles
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.clip(isotonic_regression(theta), 0.0, 1.0)
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.exp(np.minimum(isotonic_regression(theta) - 1.0, 0.0))
+
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        scores = np.cumsum(theta, axis=-1)  # s_2, ..., s_k (s_1 = 0)
+        best = np.argmax(scores, axis=-1)  # first maximum: the smallest y among ties
+        y = np.where(np.take_along_axis(scores, best[..., None], -1)[..., 0] > 0, best + 2, 1)
+        return _phi(y, theta.shape[-1] + 1)
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """:math:`\\varphi(y)` for labels ``y`` in ``{1, ..., k}`` (any shape); shape
+        ``(*y.shape, k - 1)``."""
+        if k is None:
+            raise ValueError("encode needs k, the number of classes of the order simplex")
+        self._check_classes(k)
+        arr = np.asarray(y)
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(arr == np.round(arr)):
+            raise ValueError("y must contain integer class labels in {1, ..., k}")
+        if arr.size and (arr.min() < 1 or arr.max() > k):
+            raise ValueError(
+                f"labels must lie in {{1, ..., {k}}} (k = {k} classes); got values in "
+                f"[{arr.min()}, {arr.max()}]"
+            )
+        return _phi(arr.astype(np.int64), int(k))
+
+    def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        """The class :math:`1 + \\#\\{i : v_i = 1\\}` of a vertex ``v`` (shape ``(..., k-1)``)."""
+        arr = check_array(v, name="v")
+        check_binary(arr, name="v")
+        if np.any(np.diff(arr, axis=-1) > 0):
+            raise ValueError("v must be a vertex of the order simplex: ones, then zeros")
+        return 1 + np.sum(arr, axis=-1).astype(np.int64)
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        self._check_classes(k)
+        return np.tril(np.ones((k, k - 1)), -1)
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        in_box = np.all((u >= -atol) & (u <= 1 + atol), axis=-1)
+        return in_box & np.all(np.diff(u, axis=-1) <= atol, axis=-1)

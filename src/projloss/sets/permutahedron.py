@@ -1,0 +1,179 @@
+r"""The permutahedron induced by :math:`w` (paper §4, "Permutahedron").
+
+:math:`\mathcal P(w) = \operatorname{conv}\{w_\sigma : \sigma \text{ permutation of } [k]\}`,
+for label ranking with scores: a permutation :math:`\pi` is encoded by giving the label at
+rank :math:`r` the weight :math:`w_r` (``w`` sorted in descending order, default
+:math:`w = (k, \dots, 1)`, which gives the classical permutahedron).
+
+Structures: ``y`` of shape ``(..., k)`` with ``y[rank] = label`` (rank 0 = most preferred),
+:math:`\varphi(y)_{y_r} = w_r`.
+
+Oracles (:math:`\sigma` sorts :math:`\theta` in descending order, :math:`s = \theta_\sigma`;
+Blondel, Teboul, Berthet & Djolonga 2020, "Fast differentiable sorting and ranking",
+Prop. 3; Lim & Wright 2016, "Efficient Bregman projections onto the permutahedron and
+related polytopes"):
+
+- Euclidean: :math:`P(\theta)_\sigma = s - v`, with
+  :math:`v = \operatorname{argmin}_{v_1\ge\dots\ge v_k}\|v - (s - w)\|^2` (isotonic
+  regression).
+- KL, :math:`P(\theta) = \operatorname{argmin}_{u \in \mathcal P(w)} KL(u, e^{\theta-1})`
+  with :math:`\Psi(u) = \langle u, \log u\rangle` (requires :math:`w > 0`). Expanding the
+  paper's :math:`KL(u, v) = \sum_i u_i \log(u_i/v_i) - u_i + v_i`,
+
+  .. math:: KL(u, e^{\theta-1}) = \langle u, \log u\rangle - \langle u, \theta\rangle
+            + \text{const}, \qquad
+            KL(u, e^{z}) = \langle u, \log u\rangle - \langle u, z\rangle
+            - \langle u, 1\rangle + \text{const}.
+
+  Blondel et al. project with the second one (onto :math:`\mathcal P(e^{w'})`). On
+  :math:`\mathcal P(w)` the sum :math:`\langle u, 1\rangle = \langle w, 1\rangle` is
+  constant, so the "-1" shift (between :math:`\langle u,\log u\rangle` and
+  :math:`\langle u,\log u - 1\rangle`, or in :math:`e^{\theta-1}`) does not move the
+  minimizer: take :math:`z = \theta`, :math:`w' = \log w`, and their Prop. 3 gives
+
+  .. math:: P(\theta)_\sigma = e^{s - v_E(s, \log w)},\qquad
+            v_E(s, \log w) = \operatorname{argmin}_{v_1\ge\dots\ge v_k}
+            \langle e^{s - v}, 1\rangle + \langle w, v\rangle.
+
+  On a pool :math:`B` of :math:`v_E`, :math:`v_B = \operatorname{LSE}(s_B) -
+  \log\sum_B w_i`, so :math:`P(\theta)_{\sigma(B)} = (\sum_B w_i)\,
+  \operatorname{softmax}(s_B)`: a softmax inside each pool (no overflow for any
+  :math:`|\theta|`).
+- MAP: the vertex that gives the largest weight to the highest score,
+  :math:`v_{\sigma_r} = w_r` (sorting, :math:`O(k \log k)`).
+
+Costs: a sort, :math:`O(k \log k)`, plus batched isotonic regression
+(:mod:`projloss.isotonic`, no Python loop over samples).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_array
+from ..isotonic import isotonic_kl, isotonic_regression
+from .base import ConvexSet
+
+
+def _sort_descending(theta: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The permutation sorting each row in descending order (stable), and the sorted rows."""
+    order = np.argsort(-theta, axis=-1, kind="stable")
+    return order, np.take_along_axis(theta, order, axis=-1)
+
+
+def _unsort(values: NDArray[np.float64], order: NDArray[np.intp]) -> NDArray[np.float64]:
+    """Put ``values[..., r]`` at position ``order[..., r]`` (inverse of the sort)."""
+    out = np.empty_like(values)
+    np.put_along_axis(out, order, values, axis=-1)
+    return out
+
+
+class Permutahedron(ConvexSet):
+    """The permutahedron :math:`\\mathcal P(w)` (default :math:`w = (k, \\dots, 1)`).
+
+    Parameters
+    ----------
+    w : array-like of shape (k,), optional
+        The weights inducing the polytope (any order; sorted descending internally). Must be
+        finite, and positive for the KL geometry. Default: ``(k, k-1, ..., 1)`` for the size
+        ``k`` of the input.
+    """
+
+    name: ClassVar[str] = "permutahedron"
+
+    def __init__(self, w: ArrayLike | None = None) -> None:
+        if w is None:
+            self.w = None
+            self._w_sorted = None
+        else:
+            arr = np.asarray(w, dtype=np.float64)
+            if arr.ndim != 1 or arr.size == 0:
+                raise ValueError(f"w must be a non-empty 1-D array, got shape {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise ValueError("w contains NaN or infinite values; it must be finite")
+            self.w = tuple(float(x) for x in arr)
+            self._w_sorted = np.sort(arr)[::-1].copy()
+
+    # ------------------------------------------------------------------ parameters
+    def _check_size(self, k: int) -> None:
+        if self._w_sorted is not None and self._w_sorted.size != k:
+            raise ValueError(
+                f"the permutahedron's w has length {self._w_sorted.size} but the input has "
+                f"size k = {k}: their lengths must match"
+            )
+
+    def weights(self, k: int) -> NDArray[np.float64]:
+        """The weights sorted in descending order, for size ``k``."""
+        self._check_size(k)
+        if self._w_sorted is None:
+            return np.arange(k, 0, -1, dtype=np.float64)
+        return self._w_sorted
+
+    def get_params(self) -> dict[str, Any]:
+        return {"w": self.w}
+
+    # ------------------------------------------------------------------ oracles
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        w = self.weights(theta.shape[-1])
+        order, s = _sort_descending(theta)
+        v = isotonic_regression(s - w)
+        return _unsort(s - v, order)
+
+    def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        w = self.weights(theta.shape[-1])
+        if np.any(w <= 0):
+            raise ValueError(
+                "the KL projection onto the permutahedron requires positive weights w > 0, "
+                f"got w = {self.w}"
+            )
+        order, s = _sort_descending(theta)
+        v = isotonic_kl(s, np.log(w))
+        # s - v = s_i - LSE(s_B) + log sum_B w <= log sum_B w: no overflow.
+        return _unsort(np.exp(s - v), order)
+
+    def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        w = self.weights(theta.shape[-1])
+        order, _ = _sort_descending(theta)
+        return _unsort(np.broadcast_to(w, theta.shape).copy(), order)
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """:math:`\\varphi(y)` for permutations ``y[..., rank] = label``: label ``y[r]`` gets
+        the ``r``-th largest weight."""
+        arr = np.asarray(y)
+        if arr.ndim < 1:
+            raise ValueError("y must have shape (..., k) (a permutation per row), got a scalar")
+        size = arr.shape[-1]
+        if k is not None and k != size:
+            raise ValueError(f"y has {size} entries on its last axis but k = {k}")
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(arr == np.round(arr)):
+            raise ValueError("y must contain integer labels (a permutation of 0..k-1 per row)")
+        labels = arr.astype(np.int64)
+        if not np.array_equal(
+            np.sort(labels, axis=-1), np.broadcast_to(np.arange(size), arr.shape)
+        ):
+            raise ValueError(f"every row of y must be a permutation of 0..{size - 1}")
+        w = self.weights(size)
+        return _unsort(np.broadcast_to(w, arr.shape).copy(), labels)
+
+    def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        """The permutation ``y[rank] = label`` ranking the entries of ``v`` (descending)."""
+        arr = check_array(v, name="v")
+        return np.argsort(-arr, axis=-1, kind="stable").astype(np.int64)
+
+    def vertices(self, k: int) -> NDArray[np.float64]:
+        w = self.weights(k)
+        return np.array(sorted(set(itertools.permutations(w.tolist())), reverse=True))
+
+    def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:
+        # u in P(w) iff u is majorized by w: equal sums, and the sum of the j largest
+        # entries of u is at most that of w for every j (Rado 1952).
+        w = self.weights(u.shape[-1])
+        top = np.cumsum(-np.sort(-u, axis=-1), axis=-1)
+        bound = np.cumsum(w)
+        ok = np.all(top <= bound + atol, axis=-1)
+        return ok & (np.abs(top[..., -1] - bound[-1]) <= atol)
