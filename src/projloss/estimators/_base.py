@@ -47,7 +47,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         """Validate ``y`` (natural form) and return (canonical structures, size k)."""
         raise NotImplementedError
 
-    def _set_params(self, name: str, k: int, y: Any) -> dict[str, Any]:
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
         """Constructor parameters for the set registered as ``name`` (e.g. knapsack bounds)."""
         return {}
 
@@ -86,7 +86,7 @@ class ProjectionEstimatorBase(BaseEstimator):
     def _build_set(self, given: str | ConvexSet | None, name: str, k: int, y: Any) -> ConvexSet:
         if isinstance(given, ConvexSet):
             return given
-        return get_set(name, **self._set_params(name, k, y))
+        return get_set(name, **self._set_kwargs(name, k, y))
 
     def _build_target_loss(self, comp: Composition, k: int) -> TargetLoss:
         if isinstance(self.target_loss, TargetLoss):
@@ -142,7 +142,7 @@ class ProjectionEstimatorBase(BaseEstimator):
             self.decoding_set_ = self.projection_set_
         else:
             self.decoding_set_ = self._build_set(self.decoding_set, comp.decoding_set, k, canonical)
-        marginal = get_set(enc.marginal, **self._set_params(enc.marginal, k, canonical))
+        marginal = get_set(enc.marginal, **self._set_kwargs(enc.marginal, k, canonical))
         self.target_loss_ = self._build_target_loss(comp, k)
         phi = np.asarray(marginal.encode(canonical, k), dtype=np.float64)
         self.event_shape_ = tuple(enc.event_shape(k))

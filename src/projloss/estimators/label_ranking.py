@@ -152,7 +152,7 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     def _weights(self) -> NDArray[np.float64] | None:
         return None if self.w is None else np.asarray(self.w, dtype=np.float64)
 
-    def _set_params(self, name: str, k: int, y: Any) -> dict[str, Any]:
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
         if name == "permutahedron" and self.w is not None:
             return {"w": self._weights()}
         return {}

@@ -140,7 +140,7 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
             self.knapsack_upper_ = None if up is None else int(up)
         return Y, k
 
-    def _set_params(self, name: str, k: int, y: Any) -> dict[str, Any]:
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
         if name == "knapsack":
             return {"lower": int(self.knapsack_lower), "upper": self.knapsack_upper_}
         return {}
