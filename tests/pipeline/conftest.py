@@ -3,22 +3,22 @@
 - The network is disabled for every test (``no_network``): name resolution and socket
   connections to anything but the loopback interface raise ``OSError``, so a test that
   would download something fails instead of touching the network.
-- ``mirror``: the local dataset mirror (``$PROJLOSS_MIRROR``, else the configured default
-  ``../shared/datasets``, else a ``shared/datasets`` next to a parent of the project root,
-  which covers git worktrees); the tests needing it are skipped when there is none.
+- ``mirror``: the local dataset mirror, located by ``tests/mirror.py``
+  (``$PROJLOSS_MIRROR``, else ``shared/datasets`` beside the project root or one of its
+  parents); a missing mirror fails the tests that need it (never a silent skip).
 - ``raw_all``: every mirrored dataset fetched once per test session (per xdist worker).
 """
 
 from __future__ import annotations
 
 import csv
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mirror import require_mirror
 from pipeline.paths import project_root
 from pipeline.readers import RawData
 from pipeline.registry import DatasetSpec, get_spec, list_specs
@@ -51,25 +51,9 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
 
 
-def find_mirror() -> Path | None:
-    env = os.environ.get("PROJLOSS_MIRROR")
-    candidates = [Path(env)] if env else []
-    configured = data_settings().mirror
-    if configured is not None:
-        candidates.append(configured)
-    candidates += [p / "shared" / "datasets" for p in ROOT.parents]
-    for c in candidates:
-        if (c / "MANIFEST.tsv").is_file():
-            return c
-    return None
-
-
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    path = find_mirror()
-    if path is None:
-        pytest.skip("no local dataset mirror (set PROJLOSS_MIRROR)")
-    return path
+    return require_mirror()
 
 
 @pytest.fixture(scope="session")
