@@ -37,7 +37,8 @@ log = logging.getLogger("pipeline.train")
 
 def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     """Run one composition (a composed config, plain or DictConfig); return the test
-    results of :func:`pipeline.stages.evaluate.run` plus ``tune`` and ``run_id``."""
+    results of :func:`pipeline.stages.evaluate.run` plus ``tune`` (the validation curves),
+    ``refitted`` (the estimators), ``run_id`` (MLflow) and ``composition``."""
     from .data import load_prepared
     from .stages import evaluate, refit, tune
     from .stages.evaluate import summary_line
@@ -65,7 +66,7 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         tracker.log_metrics({"total_seconds": seconds})
     log.info("%s", summary_line(comp, result, seconds))
-    return {**result, "tune": tuned, "run_id": run_id, "composition": comp}
+    return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
 
 
 def _sweep_group() -> str | None:
