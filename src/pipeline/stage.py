@@ -34,6 +34,8 @@ from .paths import project_root
 log = logging.getLogger("pipeline.stage")
 
 #: where the stages write (relative to the project root; the same paths as dvc.yaml)
+RAW_DIR = Path("data/raw")
+PREPARED_DIR = Path("data/prepared")
 TUNING_DIR = Path("data/tuning")
 MODELS_DIR = Path("models")
 METRICS_DIR = Path("metrics")
@@ -45,25 +47,45 @@ def _out(path: Path) -> Path:
     return project_root() / path
 
 
-def fetch(params: Mapping[str, Any]) -> None:
-    """Fetch the ``datasets`` selection (into ``data.raw_dir``)."""
+def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``data`` settings of params.yaml for a DVC stage: the data directories must be
+    the ones ``dvc.yaml`` declares as outputs; download bars only on a terminal."""
     from .experiments import data_node
+    from .paths import resolve
+    from .settings import data_settings
+
+    data = data_node(params)
+    settings = data_settings(data)
+    for key, want in (("raw_dir", RAW_DIR), ("prepared_dir", PREPARED_DIR)):
+        if getattr(settings, key) != resolve(want):
+            from .composition import CompositionError
+
+            raise CompositionError(
+                f"data.{key}={data.get(key)!r}: in the DVC pipeline it must be {want} (the "
+                "output dvc.yaml declares); change it for pipeline.train runs only"
+            )
+    if not sys.stderr.isatty():
+        data["progress"] = False
+    return data
+
+
+def fetch(params: Mapping[str, Any]) -> None:
+    """Fetch the ``datasets`` selection (into ``data/raw``)."""
     from .stages import fetch as core
 
-    core.run({"data": data_node(params), "datasets": params.get("datasets", "mirrored")})
+    core.run({"data": stage_data(params), "datasets": params.get("datasets", "mirrored")})
 
 
 def preprocess(params: Mapping[str, Any]) -> None:
     """Prepare the ``datasets`` selection with the ``data`` settings, and each dataset's
     default variant (the paper's protocol) too: ``data/prepared/<dataset>/`` is the DVC
     dependency of the experiments on that dataset, whatever the settings."""
-    from .experiments import data_node
     from .protocol import Variant
     from .registry import select
     from .settings import PROTOCOL_DEFAULTS, data_settings
     from .stages import preprocess as core
 
-    data = data_node(params)
+    data = stage_data(params)
     selection = params.get("datasets", "mirrored")
     cache = core.RawCache()
     core.run({"data": data, "datasets": selection, "report": True}, cache=cache)
@@ -124,6 +146,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     from .stages import tune as core
     from .tracking import run_params
 
+    stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
     runs = compose_runs(params, key)
     comps = {rid: validate(cfg) for rid, cfg in runs.items()}  # all valid before any work
