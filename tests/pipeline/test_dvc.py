@@ -102,6 +102,7 @@ def test_dvc_repro(repo: Path) -> None:
         assert list(tuning["runs"]) == [run]
         assert (repo / f"models/{key}/{run}/refit.json").is_file()
         assert (repo / f"data/eval/{key}/{run}/predictions.npz").is_file()
+        assert (repo / f"data/eval/{key}/{run}/results.json").is_file()
         metrics = json.loads((repo / f"metrics/{key}.json").read_text())
         assert set(metrics[run]["test"]) == {"hamming"}
         # one MLflow parent run per composition across tune and evaluate

@@ -11,7 +11,9 @@ estimator (``mlflow.sklearn.log_model``; ``model`` for the first selection metri
 rows' ids, ``y_true`` and ``y_pred.<metric>``) and the figures (``validation_curve.png``;
 for label ranking, ``soft_permutations.png``, the soft outputs ``project(X)`` of a few test
 samples, paper Figure 3). The same files are written to ``out_dir`` when given (the DVC
-stage's outputs).
+stage's outputs), with ``results.json``: the test scores under every selection, the
+composition, the refit and tuning records (validation curves), for reports built from
+the DVC outputs alone.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from ..composition import Composition, validate
-from ..fileio import atomic_path
+from ..fileio import atomic_path, write_json
 from ..scoring import score, task_metrics
 from ..settings import to_plain
 from ..tracking import Tracker
 from .refit import Refitted
 
 PREDICTIONS = "predictions.npz"
+RESULTS = "results.json"
 
 
 def summary_line(comp: Composition, result: Mapping[str, Any], seconds: float) -> str:
@@ -97,6 +100,13 @@ def run(
         logged[f"refit_seconds{suffix}"] = fit.get("fit_seconds", float("nan"))
     tracker.log_metrics(logged)
 
+    result = {
+        "test": test,
+        "headline": best,
+        "lambda": lambdas,
+        "composition": comp.tags(),
+        "refit": {str(i): fit for i, fit in refitted.fits.items()},
+    }
     settings = tracker.settings
     with contextlib.ExitStack() as stack:
         directory = out_dir
@@ -111,6 +121,8 @@ def run(
             with atomic_path(pred_path) as tmp, open(tmp, "wb") as f:
                 np.savez_compressed(f, **arrays)
             tracker.log_artifact(pred_path)
+            if out_dir is not None:  # every number of the run, for reports built offline
+                write_json(directory / RESULTS, {**result, "tune": dict(tuned)})
             if settings.figures:
                 n_heat = settings.heatmap_samples
                 for path in _figures(comp, data, tuned, refitted, select_by, directory, n_heat):
@@ -119,12 +131,8 @@ def run(
             example = X[:5]
             for i, name in model_names(refitted, select_by).items():
                 tracker.log_model(refitted.models[i], name, X_example=example)
-    return {
-        "test": test,
-        "headline": best,
-        "lambda": lambdas,
-        "seconds": time.perf_counter() - start,
-    }
+    result["seconds"] = time.perf_counter() - start
+    return result
 
 
 def _figures(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,10 @@ def test_label_ranking(prepared, tmp_path) -> None:
         np.testing.assert_array_equal(npz["index"], data.index["test"])
         np.testing.assert_array_equal(npz["y_true"], y)
         np.testing.assert_array_equal(npz["y_pred.hamming"], pred)
+    results = json.loads((tmp_path / evaluate.RESULTS).read_text())
+    assert results["headline"]["hamming"] == pytest.approx(want)
+    assert results["composition"]["set"] == "birkhoff"
+    assert results["tune"]["metrics"] == tuned["metrics"]
     for name in ("validation_curve.png", "soft_permutations.png"):
         assert (tmp_path / name).read_bytes().startswith(PNG)
         assert (tmp_path / name, "figures") in tracker.artifacts
