@@ -68,6 +68,7 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_dvc_repro(repo: Path) -> None:
     from mlflow.tracking import MlflowClient
 

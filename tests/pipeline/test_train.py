@@ -25,6 +25,7 @@ def allow_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", "true")
 
 
+@pytest.mark.slow
 def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_model_loading):
     import mlflow
     from mlflow.tracking import MlflowClient
@@ -131,6 +132,7 @@ def test_command_line_errors_are_one_line(tmp_path: Path) -> None:
     assert sorted(p.name for p in ROOT.iterdir()) == before
 
 
+@pytest.mark.slow
 def test_multirun_with_the_joblib_launcher(prepared, tmp_path: Path) -> None:
     """Two jobs in parallel processes on one fresh SQLite store: two parent runs, grouped
     by the sweep directory; nothing written outside the configured places."""
