@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro test lint venv clean-venv
+.PHONY: repro params test lint venv clean-venv
 
 venv: $(STAMP)
 
@@ -22,8 +22,13 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks
 
+# The stages run `python -m pipeline.stage ...`: the venv's python must come first on PATH.
 repro: $(STAMP)
-	$(BIN)/dvc repro
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+# Regenerate params.yaml (DVC's params) from conf/ after changing a config file.
+params: $(STAMP)
+	$(BIN)/python -m pipeline.params
 
 clean-venv:
 	rm -rf $(VENV)

@@ -108,3 +108,88 @@ def load(raw_all: DataSettings, raw_cache: RawCache):
         return raw_cache.get(get_spec(name, raw_all.dataset_dirs), split, raw_all.raw_dir)
 
     return _load
+
+
+# --------------------------------------------------------------------------- pipeline
+#: small real datasets of each task, prepared once per session for the training tests
+TRAIN_DATASETS = ["iris", "wine", "emotions", "ERA"]
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> DataSettings:
+    """Settings whose raw and prepared dirs hold :data:`TRAIN_DATASETS` (done once)."""
+    from pipeline.stages import preprocess
+
+    settings = make_settings(tmp_path_factory.mktemp("prepared"), mirror)
+    fetch.run(cfg_for(settings, datasets=TRAIN_DATASETS))
+    preprocess.run(cfg_for(settings, datasets=TRAIN_DATASETS, report=False))
+    return settings
+
+
+def data_overrides(settings: DataSettings) -> list[str]:
+    """Hydra overrides pointing the ``data`` group at ``settings``' directories."""
+    return [
+        f"data.mirror={settings.mirror}",
+        f"data.raw_dir={settings.raw_dir}",
+        f"data.prepared_dir={settings.prepared_dir}",
+        f"data.reports_dir={settings.reports_dir}",
+        "data.progress=false",
+    ]
+
+
+def compose(overrides: list[str] | None = None, return_hydra_config: bool = False) -> Any:
+    """``conf/config.yaml`` composed with Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hydra_compose(
+            "config", overrides=overrides or [], return_hydra_config=return_hydra_config
+        )
+
+
+def run_config(settings: DataSettings, overrides: list[str]) -> dict[str, Any]:
+    """A plain, resolved run config on the prepared data of ``settings``."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.to_container(compose([*overrides, *data_overrides(settings)]), resolve=True)
+    cfg.pop("experiments")
+    return cfg
+
+
+class RecordingTracker:
+    """A tracker that records what the stages log (no MLflow)."""
+
+    enabled = True
+
+    def __init__(self, **settings: Any) -> None:
+        from pipeline.tracking import TrackingSettings
+
+        self.settings = TrackingSettings(**settings)
+        self.run_id = "recorded"
+        self.children: list[tuple[str, dict[str, Any], dict[str, float]]] = []
+        self.metrics: dict[str, float] = {}
+        self.models: dict[str, Any] = {}
+        self.artifacts: list[tuple[Path, str | None]] = []
+
+    def child_run(self, name: str, params: Any, metrics: Any) -> str:
+        self.children.append((name, dict(params), dict(metrics)))
+        return f"child{len(self.children)}"
+
+    def log_metrics(self, metrics: Any) -> None:
+        self.metrics.update(metrics)
+
+    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+        self.models[name] = model
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.artifacts.append((Path(path), artifact_path))
+
+    def set_tags(self, tags: Any) -> None:
+        pass
+
+    def log_dict(self, obj: Any, artifact_file: str) -> None:
+        pass
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        pass

@@ -32,9 +32,13 @@ def _needs_order_simplex():
 
 @pytest.mark.parametrize(
     ("proj", "geometry"),
-    [(p, g) for p in ("order_simplex", "unit_cube", "reals", "nonneg") for g in ("euclidean", "kl")
-     if (p, g) != ("reals", "kl")],  # KL onto R^p is undefined
-)  # fmt: skip
+    [
+        (p, g)
+        for p in ("order_simplex", "unit_cube", "reals", "nonneg")
+        for g in ("euclidean", "kl")
+        if (p, g) != ("reals", "kl")
+    ],  # KL onto R^p is undefined
+)
 def test_projection_sets_and_decoding(proj, geometry):
     X, y = ordinal_data()
     m = ProjectionOrdinalRegressor(projection_set=proj, geometry=geometry, alpha=1e-3).fit(X, y)
