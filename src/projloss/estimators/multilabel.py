@@ -66,9 +66,9 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         ``None`` means the projection set (required for ``"reals"``/``"nonneg"``).
     target_loss : str or TargetLoss, default=None
         ``None`` means ``"hamming"``.
-    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
-        penalized).
+    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
+        intercept is not penalized).
     knapsack_lower : int, default=0
         Lower bound :math:`l` on the number of labels (knapsack sets given by name).
     knapsack_upper : int, "auto" or None, default="auto"
@@ -96,6 +96,7 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         target_loss: str | TargetLoss | None = None,
         alpha: float = 1.0,
         fit_intercept: bool = True,
+        penalize_intercept: bool = False,
         model: str = "linear",
         degree: int = 2,
         coef0: float = 1.0,
@@ -111,6 +112,7 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         self.target_loss = target_loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.model = model
         self.degree = degree
         self.coef0 = coef0
