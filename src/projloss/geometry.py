@@ -55,3 +55,24 @@ def bregman(
         return 0.5 * np.sum(d * d, axis=ax)
     # KL(u, e^{theta-1}) = sum u log u - u (theta - 1) - u + e^{theta-1}
     return np.sum(xlogy(u, u) - u * theta + np.exp(theta - 1.0), axis=ax)
+
+
+def divergence(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    geometry: str,
+    ndim_event: int = 1,
+) -> NDArray[np.float64]:
+    r""":math:`D_\Psi(a, b)` between two primal points (e.g. :math:`\varphi(y)` and
+    :math:`P_C^\Psi(\theta)`).
+
+    Euclidean: :math:`\tfrac12\|a - b\|^2`. KL: :math:`\sum_i a_i \log(a_i / b_i) - a_i + b_i`
+    with :math:`0 \log 0 = 0`; it is :math:`+\infty` where :math:`b_i = 0 < a_i`.
+    """
+    g = check_geometry(geometry)
+    ax = _axes(ndim_event)
+    if g == "euclidean":
+        d = a - b
+        return 0.5 * np.sum(d * d, axis=ax)
+    with np.errstate(divide="ignore"):
+        return np.sum(xlogy(a, a) - xlogy(a, b) - a + b, axis=ax)

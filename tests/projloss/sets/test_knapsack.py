@@ -264,8 +264,10 @@ def test_property_ties_extreme_magnitudes_and_all_bounds(case, geometry):
     s = Knapsack(l, u)
     mu = s.project(theta, geometry)
     assert mu.shape == theta.shape and np.isfinite(mu).all()
-    assert s.contains(mu, atol=1e-12).all()
+    # Float64 accuracy is relative to the input's scale: with theta = (~1e-10, ..., 2e3),
+    # the budget holds to ~k * eps * 2e3 (the solution depends on differences of entries).
     scale = max(1.0, np.abs(theta).max())
+    assert s.contains(mu, atol=1e-12 * scale).all()
     np.testing.assert_allclose(mu, REFERENCES[geometry](theta, l, u), atol=1e-12 * scale)
     if geometry == "euclidean" or (mu > 1e-200).all():
         assert certificate_gap(mu, theta, l, u, geometry) >= -1e-10 * scale

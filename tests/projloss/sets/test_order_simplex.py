@@ -174,7 +174,9 @@ def test_registry_and_event_shape():
 def test_property_matches_generic_solver_with_ties(levels, mag, shift, geometry):
     theta = mag * np.array(levels, dtype=float) + shift
     u = OrderSimplex().project(theta, geometry)
-    if mag <= 10.0:  # the generic solver is not reliable at |theta| ~ 1e3 in KL
+    # SLSQP is not reliable to 1e-6 on KL beyond |theta| ~ 1 (it was off by 1.1e-6 at
+    # theta = 10 * [1, 1, 0, 0, -1, -1]); the optimality certificate below covers all cases.
+    if mag <= (10.0 if geometry == "euclidean" else 1.0):
         np.testing.assert_allclose(u, generic_projection(theta, geometry), atol=1e-6)
     verts = OrderSimplex().vertices(len(levels) + 1)
     keep = u > 1e-200

@@ -1,0 +1,21 @@
+"""scikit-learn compatible estimators with projection losses and calibrated decoding.
+
+One module per task: :mod:`.label_ranking`, :mod:`.ordinal` (and the ordinal
+:mod:`.baselines`), :mod:`.multilabel`, :mod:`.multiclass`. The shared fit (L-BFGS on
+the regularized projection loss) is in :mod:`._solver`, the shared API in :mod:`._base`.
+"""
+
+from .baselines import MedianOrdinalRegressor, RidgeRoundingOrdinalRegressor
+from .label_ranking import ProjectionLabelRanker
+from .multiclass import ProjectionClassifier
+from .multilabel import ProjectionMultilabelClassifier
+from .ordinal import ProjectionOrdinalRegressor
+
+__all__ = [
+    "MedianOrdinalRegressor",
+    "ProjectionClassifier",
+    "ProjectionLabelRanker",
+    "ProjectionMultilabelClassifier",
+    "ProjectionOrdinalRegressor",
+    "RidgeRoundingOrdinalRegressor",
+]

@@ -1,0 +1,214 @@
+r"""Shared machinery of the projection-loss estimators.
+
+Every estimator composes a projection set :math:`C`, a geometry :math:`\Psi`, a decoding set
+:math:`D` and a target loss :math:`L` for one task (validated by
+:func:`projloss.tasks.check_composition`), fits
+
+.. math::
+    \min_{W, b}\ \frac1n\sum_i S_C^\Psi(W f(x_i) + b, y_i) + \frac\alpha2\|W\|_F^2
+
+by L-BFGS (the intercept :math:`b` is not penalized) and predicts
+:math:`\hat y = \mathrm{MAP}_D(-Vu - b_L)`, :math:`u = P_C^\Psi(W f(x) + b)`.
+
+The model features :math:`f(x)` are the inputs (``model="linear"``) or the polynomial
+kernel against the training inputs, :math:`f(x)_j = (\langle x, x_j\rangle + c_0)^D`
+(``model="poly"``; the paper's :math:`g(x) = \sum_j w_j\kappa(x, x_j)`, Appendix B.1),
+penalized with the same :math:`\|W\|_F^2`. The kernel model stores the training inputs and
+costs :math:`O(n^2)` memory: use it on small datasets.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator
+from sklearn.metrics.pairwise import polynomial_kernel
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..sets import ConvexSet, get_set
+from ..target_losses import TargetLoss, get_target_loss
+from ..tasks import Composition, check_composition
+from ._solver import fit_projection_model
+
+MODELS = ("linear", "poly")
+
+
+class ProjectionEstimatorBase(BaseEstimator):
+    """Base class: subclasses set ``_task`` and implement the label hooks."""
+
+    _task: ClassVar[str]
+
+    # ------------------------------------------------------------------ hooks
+    def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
+        """Validate ``y`` (natural form) and return (canonical structures, size k)."""
+        raise NotImplementedError
+
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
+        """Constructor parameters for the set registered as ``name`` (e.g. knapsack bounds)."""
+        return {}
+
+    def _target_loss_params(self, name: str, k: int) -> dict[str, Any]:
+        return {}
+
+    def _format_predictions(self, vertices: NDArray[np.float64]) -> Any:
+        """Turn decoded vertices into labels in the user's natural form."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ checks
+    def _check_hyperparameters(self) -> None:
+        def positive(name: str, value: Any, strict: bool = True, integer: bool = False) -> None:
+            kind = numbers.Integral if integer else numbers.Real
+            ok = isinstance(value, kind) and not isinstance(value, bool)
+            ok = ok and (value > 0 if strict else value >= 0) and np.isfinite(value)
+            if not ok:
+                rel = "> 0" if strict else ">= 0"
+                what = "an integer" if integer else "a finite number"
+                raise ValueError(f"{name} must be {what} {rel}, got {value!r}")
+
+        positive("alpha", self.alpha, strict=False)
+        positive("max_iter", self.max_iter, integer=True)
+        positive("tol", self.tol)
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; valid models are {list(MODELS)}")
+        if self.model == "poly":
+            positive("degree", self.degree, integer=True)
+            positive("coef0", self.coef0, strict=False)
+
+    def _composition(self) -> Composition:
+        return check_composition(
+            self._task, self.projection_set, self.geometry, self.decoding_set, self.target_loss
+        )
+
+    def _build_set(self, given: str | ConvexSet | None, name: str, k: int, y: Any) -> ConvexSet:
+        if isinstance(given, ConvexSet):
+            return given
+        return get_set(name, **self._set_kwargs(name, k, y))
+
+    def _build_target_loss(self, comp: Composition, k: int) -> TargetLoss:
+        if isinstance(self.target_loss, TargetLoss):
+            return self.target_loss
+        return get_target_loss(comp.target_loss, **self._target_loss_params(comp.target_loss, k))
+
+    def _training_set(self) -> ConvexSet:
+        """The projection set used inside the fit: for a set built by name whose oracle can
+        reuse its previous solution (``warm_start``, e.g. the Birkhoff polytope's iterative
+        solver), a warm-started copy, since successive L-BFGS iterations project nearby
+        ``theta``. ``projection_set_`` itself stays cold-started (reproducible predictions)."""
+        s = self.projection_set_
+        if isinstance(self.projection_set, ConvexSet):
+            return s
+        params = s.get_params()
+        if params.get("warm_start") is False:
+            return type(s)(**{**params, "warm_start": True})
+        return s
+
+    # ------------------------------------------------------------------ features
+    def _features(self, X: Any) -> Any:
+        if self.model == "linear":
+            return X
+        return polynomial_kernel(X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0)
+
+    def _validate_X(self, X: Any, reset: bool) -> Any:
+        return validate_data(
+            self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_min_samples=1
+        )
+
+    # ------------------------------------------------------------------ API
+    def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:
+        """Fit the model by L-BFGS on the projection loss.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : labels in the task's natural form (see the class docstring).
+        """
+        self._check_hyperparameters()
+        comp = self._composition()  # fail on a bad composition before any work
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        X = self._validate_X(X, reset=True)
+        self.composition_ = comp
+        canonical, k = self._prepare_targets(y, X.shape[0])
+        enc = comp.encoding
+        proj_name = comp.projection_set
+        self.projection_set_ = self._build_set(self.projection_set, proj_name, k, canonical)
+        if self.decoding_set is None and comp.decoding_set == comp.projection_set:
+            self.decoding_set_ = self.projection_set_
+        else:
+            self.decoding_set_ = self._build_set(self.decoding_set, comp.decoding_set, k, canonical)
+        marginal = get_set(enc.marginal, **self._set_kwargs(enc.marginal, k, canonical))
+        self.target_loss_ = self._build_target_loss(comp, k)
+        phi = np.asarray(marginal.encode(canonical, k), dtype=np.float64)
+        self.event_shape_ = tuple(enc.event_shape(k))
+        if phi.shape != (X.shape[0], *self.event_shape_):
+            raise ValueError(
+                f"the encoded labels have shape {phi.shape}, expected "
+                f"{(X.shape[0], *self.event_shape_)}"
+            )
+
+        if self.model == "poly":
+            self.X_fit_ = X
+        F = self._features(X)
+        coef_init = intercept_init = None
+        p = int(np.prod(self.event_shape_))
+        if (
+            self.warm_start
+            and getattr(self, "coef_", None) is not None
+            and self.coef_.shape == (p, F.shape[1])
+        ):
+            coef_init, intercept_init = self.coef_, self.intercept_
+        res = fit_projection_model(
+            F,
+            phi,
+            self._training_set(),
+            comp.geometry,
+            alpha=float(self.alpha),
+            fit_intercept=bool(self.fit_intercept),
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            coef_init=coef_init,
+            intercept_init=intercept_init,
+            precondition=self.model == "poly",
+        )
+        self.coef_ = res.coef
+        self.intercept_ = res.intercept
+        self.n_iter_ = res.n_iter
+        self.objective_ = res.objective
+        return self
+
+    def decision_function(self, X: Any) -> NDArray[np.float64]:
+        r"""Model outputs :math:`\theta = W f(x) + b`, shape ``(n_samples, *event_shape_)``
+        (``(n, k, k)`` for the permutation-matrix encoding)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        theta = safe_sparse_dot(self._features(X), self.coef_.T, dense_output=True)
+        theta = theta + self.intercept_
+        return theta.reshape(X.shape[0], *self.event_shape_)
+
+    def project(self, X: Any) -> NDArray[np.float64]:
+        r"""Soft outputs :math:`u = P_C^\Psi(\theta)` (e.g. soft permutation matrices for the
+        Birkhoff polytope, marginal label probabilities for the cube)."""
+        check_is_fitted(self)
+        return self.projection_set_.project(self.decision_function(X), self.composition_.geometry)
+
+    def _decode(self, X: Any) -> NDArray[np.float64]:
+        u = self.project(X)
+        return self.decoding_set_.argmax(self.target_loss_.scores(u))
+
+    def predict(self, X: Any) -> Any:
+        r"""Calibrated decoding :math:`\hat y = \mathrm{MAP}_D(-Vu - b)` (paper eq. 9), in the
+        labels' natural form."""
+        check_is_fitted(self)
+        return self._format_predictions(self._decode(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags

@@ -1,0 +1,99 @@
+r"""Baselines for ordinal regression (paper Table 4, columns "Baseline" and "Round").
+
+- :class:`MedianOrdinalRegressor`: always predicts the median training label;
+- :class:`RidgeRoundingOrdinalRegressor`: ridge regression on the label ranks ``1..k``,
+  rounded to the nearest class and clipped to ``[1, k]``.
+
+The squared-loss baseline with order-simplex decoding (Table 4, column :math:`\mathbb{R}^{k-1}`)
+is ``ProjectionOrdinalRegressor(projection_set="reals")``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import Ridge
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..decoding import round_to_class
+from .ordinal import OrdinalLabelsMixin
+
+
+class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator):
+    """Predicts the median training label (the lower median when the number of samples
+    is even and the two middle labels differ), ignoring the inputs.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+    median_ : the predicted label (an element of ``classes_``).
+    """
+
+    def fit(self, X: Any, y: Any) -> MedianOrdinalRegressor:
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
+        ranks = self._fit_ordinal_labels(y, X.shape[0])
+        self.median_rank_ = int(np.quantile(ranks, 0.5, method="lower"))
+        self.median_ = self.classes_[self.median_rank_ - 1]
+        return self
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self._ranks_to_labels(np.full(X.shape[0], self.median_rank_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator):
+    r"""Ridge regression on the label ranks ``1..k``, rounded to the nearest class.
+
+    Minimizes :math:`\frac1{2n}\sum_i (\langle w, x_i\rangle + b - r_i)^2 + \frac\alpha2\|w\|^2`
+    (the same scaling of ``alpha`` as the projection-loss estimators, so one
+    :math:`\lambda` grid serves both; the intercept is not penalized), with scikit-learn's
+    :class:`~sklearn.linear_model.Ridge` (``alpha * n_samples`` in its scaling).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+    fit_intercept : bool, default=True
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+    ridge_ : the fitted :class:`~sklearn.linear_model.Ridge`.
+    """
+
+    def __init__(self, alpha: float = 1.0, fit_intercept: bool = True) -> None:
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+
+    def fit(self, X: Any, y: Any) -> RidgeRoundingOrdinalRegressor:
+        a = self.alpha
+        if not isinstance(a, numbers.Real) or isinstance(a, bool) or not a >= 0:
+            raise ValueError(f"alpha must be a finite number >= 0, got {a!r}")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
+        ranks = self._fit_ordinal_labels(y, X.shape[0])
+        self.ridge_ = Ridge(alpha=float(a) * X.shape[0], fit_intercept=self.fit_intercept)
+        self.ridge_.fit(X, ranks.astype(np.float64))
+        return self
+
+    def predict_rank(self, X: Any) -> NDArray[np.float64]:
+        """The real-valued ridge prediction of the rank (before rounding)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self.ridge_.predict(X)
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        return self._ranks_to_labels(round_to_class(self.predict_rank(X), self.n_classes_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,208 @@
+r"""Label ranking with projection losses (paper §6 "Label ranking", Tables 1-3)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import MultiOutputMixin
+from sklearn.utils.validation import check_consistent_length
+
+from ..metrics import ranking_hamming_loss
+from ..sets import ConvexSet
+from ..target_losses import TargetLoss, check_permutations, permutation_matrix
+from ._base import ProjectionEstimatorBase
+
+
+def check_rankings(y: Any, name: str = "y") -> NDArray[np.int64]:
+    """Validate rankings: permutations ``(n, k)`` with ``y[i, rank] = label`` (labels
+    ``0..k-1``, most preferred first), or permutation matrices ``(n, k, k)`` with
+    ``Y[i, rank, label] = 1``. Returns the permutations."""
+    if hasattr(y, "toarray"):
+        y = y.toarray()
+    arr = np.asarray(y)
+    if arr.ndim == 3:
+        if arr.shape[1] != arr.shape[2]:
+            raise ValueError(f"permutation matrices must have shape (n, k, k), got {arr.shape}")
+        ok = np.all((arr == 0) | (arr == 1), axis=(1, 2))
+        ok &= np.all(arr.sum(axis=1) == 1, axis=1) & np.all(arr.sum(axis=2) == 1, axis=1)
+        if not np.all(ok):
+            i = int(np.argmin(ok))
+            raise ValueError(f"{name}[{i}] is not a permutation matrix")
+        return np.argmax(arr, axis=2).astype(np.int64)
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be rankings of shape (n_samples, n_labels) (y[i, rank] = label) or "
+            f"permutation matrices (n_samples, k, k), got shape {arr.shape}"
+        )
+    if arr.shape[1] < 2:
+        raise ValueError(f"label ranking needs at least 2 labels, got {arr.shape[1]}")
+    return check_permutations(arr, name)
+
+
+class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
+    r"""Label ranking with a Fenchel-Young projection loss and calibrated decoding.
+
+    Labels are full rankings of ``k`` labels, given as permutations ``y`` of shape
+    ``(n_samples, k)`` with ``y[i, rank] = label`` (labels ``0..k-1``, most preferred
+    first; e.g. ``b > a > c`` is ``[1, 0, 2]``), or as permutation matrices
+    ``(n_samples, k, k)`` with ``Y[i, rank, label] = 1``.
+
+    Two encodings (paper §4):
+
+    - permutation matrices: decoding set ``"birkhoff"`` (outputs are permutations),
+      ``"row_simplex"`` or ``"cube"`` (outputs are 0/1 matrices that need not be
+      permutations — the paper's Table 1 baselines); projection set ``"reals"``,
+      ``"nonneg"``, ``"cube"``, ``"row_simplex"`` or ``"birkhoff"``; target loss
+      ``"hamming"`` (entrywise, the paper's metric; default) or ``"hamming_ranking"``;
+    - permuted weights ``w`` (default ``(k, ..., 1)``): decoding set ``"permutahedron"``,
+      projection set ``"permutahedron"``, ``"reals"`` or ``"nonneg"``; target loss
+      ``"spearman"`` (decoding = sorting :math:`u`).
+
+    Parameters
+    ----------
+    projection_set : str or ConvexSet, default="birkhoff"
+        The set :math:`C` of the loss :math:`S_C^\Psi`.
+    geometry : {"euclidean", "kl"}, default="euclidean"
+    decoding_set : str or ConvexSet, default=None
+        The set :math:`D` of the calibrated decoding; ``None`` means the projection set
+        (required when the projection set is ``"reals"`` or ``"nonneg"``).
+    target_loss : str or TargetLoss, default=None
+        ``None`` means the encoding's default (see above).
+    alpha : float, default=1.0
+        The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
+    fit_intercept : bool, default=True
+        Fit an intercept (not penalized).
+    model : {"linear", "poly"}, default="linear"
+        Linear model, or the polynomial kernel model of Appendix B.1.
+    degree : int, default=2
+        Degree :math:`D` of the polynomial kernel :math:`(\langle x, x'\rangle + c_0)^D`.
+    coef0 : float, default=1.0
+        :math:`c_0` of the polynomial kernel.
+    max_iter : int, default=500
+        Maximum number of L-BFGS iterations.
+    tol : float, default=1e-5
+        L-BFGS tolerance on the max-norm of the gradient.
+    warm_start : bool, default=False
+        Start from the previous solution (useful along a path of ``alpha``).
+    w : array-like of shape (k,), default=None
+        Weights of the permutahedron (descending); ``None`` means ``(k, ..., 1)``. Only for
+        the permutahedron encoding.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (p, n_model_features)
+        :math:`W`, with ``p = k * k`` (matrix encoding, row-major ``[rank, label]``) or ``k``.
+    intercept_ : ndarray of shape (p,)
+    n_labels_ : int
+    n_iter_ : int
+    projection_set_, decoding_set_, target_loss_, composition_ : the resolved composition.
+    event_shape_ : tuple
+        ``(k, k)`` or ``(k,)``.
+    X_fit_ : training inputs (``model="poly"`` only).
+    """
+
+    _task: ClassVar[str] = "label_ranking"
+
+    def __init__(
+        self,
+        projection_set: str | ConvexSet = "birkhoff",
+        geometry: str = "euclidean",
+        decoding_set: str | ConvexSet | None = None,
+        target_loss: str | TargetLoss | None = None,
+        alpha: float = 1.0,
+        fit_intercept: bool = True,
+        model: str = "linear",
+        degree: int = 2,
+        coef0: float = 1.0,
+        max_iter: int = 500,
+        tol: float = 1e-5,
+        warm_start: bool = False,
+        w: ArrayLike | None = None,
+    ) -> None:
+        self.projection_set = projection_set
+        self.geometry = geometry
+        self.decoding_set = decoding_set
+        self.target_loss = target_loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.model = model
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.w = w
+
+    # ------------------------------------------------------------------ hooks
+    def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
+        perms = check_rankings(y)
+        check_consistent_length(np.empty((n_samples, 0)), perms)
+        k = perms.shape[1]
+        if self.w is not None:
+            if self.composition_.encoding.name != "permutahedron":
+                raise ValueError("w applies only to the permutahedron encoding")
+            w = np.asarray(self.w, dtype=np.float64)
+            if w.shape != (k,):
+                raise ValueError(f"w must have shape ({k},) for {k} labels, got {w.shape}")
+        self.n_labels_ = k
+        return perms, k
+
+    def _weights(self) -> NDArray[np.float64] | None:
+        return None if self.w is None else np.asarray(self.w, dtype=np.float64)
+
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
+        if name == "permutahedron" and self.w is not None:
+            return {"w": self._weights()}
+        return {}
+
+    def _target_loss_params(self, name: str, k: int) -> dict[str, Any]:
+        if name == "hamming":
+            return {"event_ndim": 2}
+        if name == "spearman":
+            return {"w": self._weights()}
+        return {}
+
+    @property
+    def _outputs_permutations(self) -> bool:
+        return self.composition_.decoding_set in ("birkhoff", "permutahedron")
+
+    def _format_predictions(self, vertices: NDArray[np.float64]) -> Any:
+        if self._outputs_permutations:
+            return np.asarray(self.decoding_set_.decode(vertices), dtype=np.int64)
+        return np.rint(vertices).astype(np.int64)
+
+    # ------------------------------------------------------------------ API
+    def predict(self, X: Any) -> NDArray[np.int64]:
+        """Predicted rankings ``(n, k)`` (``y[i, rank] = label``) for the Birkhoff and
+        permutahedron decoding sets; 0/1 matrices ``(n, k, k)`` for the ``"cube"`` and
+        ``"row_simplex"`` decoding sets (their outputs need not be permutations)."""
+        return super().predict(X)
+
+    def predict_matrix(self, X: Any) -> NDArray[np.int64]:
+        """Predictions as 0/1 matrices ``(n, k, k)`` ``[rank, label]``, for every decoder."""
+        out = self.predict(X)
+        if out.ndim == 2:
+            return permutation_matrix(out).astype(np.int64)
+        return out
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """``1 - H``, with ``H`` the entrywise Hamming loss between the true and predicted
+        permutation matrices (fraction of differing entries of the ``k x k`` matrices,
+        averaged over samples; the paper's label-ranking metric, there in percent). Higher
+        is better; ``sample_weight`` weights the average."""
+        perms = check_rankings(y)
+        h = ranking_hamming_loss(
+            permutation_matrix(perms),
+            self.predict_matrix(X),
+            percent=False,
+            sample_weight=sample_weight,
+        )
+        return 1.0 - h
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags

@@ -1,0 +1,106 @@
+r"""Multiclass classification with projection losses (paper §4, "Probability simplex").
+
+One-hot encoding; the marginal polytope is the simplex, whose Euclidean and KL projections
+give the sparsemax and logistic (softmax) losses. Calibrated for the 0-1 loss
+(:math:`V = \mathbf 1\mathbf 1^\top - I`), decoding is the argmax of :math:`u`; any loss
+matrix (:class:`~projloss.target_losses.LossMatrix`) is supported as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_consistent_length, column_or_1d
+
+from ..sets import ConvexSet
+from ..target_losses import LossMatrix, TargetLoss
+from ._base import ProjectionEstimatorBase
+
+
+class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
+    r"""Multiclass classification with a Fenchel-Young projection loss.
+
+    Labels: any 1-D labels (``classes_`` = ``np.unique(y)``). Projection sets
+    ``"simplex"`` (default: sparsemax loss with the Euclidean geometry, logistic loss with
+    KL), ``"unit_cube"``, ``"reals"`` or ``"nonneg"``; decoding set ``"simplex"``; target
+    loss ``"zero_one"`` (default) or a :class:`~projloss.target_losses.LossMatrix`
+    ``M[predicted, true]`` over ``classes_``.
+
+    Parameters
+    ----------
+    projection_set : str or ConvexSet, default="simplex"
+    geometry : {"euclidean", "kl"}, default="euclidean"
+    decoding_set : str or ConvexSet, default=None
+        ``None`` means the simplex.
+    target_loss : str or TargetLoss, default=None
+    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
+        penalized).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+    coef_ : ndarray of shape (k, n_model_features)
+    intercept_ : ndarray of shape (k,)
+    n_iter_ : int
+
+    ``score`` is the accuracy (scikit-learn's default for classifiers).
+    """
+
+    _task: ClassVar[str] = "multiclass"
+
+    def __init__(
+        self,
+        projection_set: str | ConvexSet = "simplex",
+        geometry: str = "euclidean",
+        decoding_set: str | ConvexSet | None = None,
+        target_loss: str | TargetLoss | None = None,
+        alpha: float = 1.0,
+        fit_intercept: bool = True,
+        model: str = "linear",
+        degree: int = 2,
+        coef0: float = 1.0,
+        max_iter: int = 500,
+        tol: float = 1e-5,
+        warm_start: bool = False,
+    ) -> None:
+        self.projection_set = projection_set
+        self.geometry = geometry
+        self.decoding_set = decoding_set
+        self.target_loss = target_loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.model = model
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+
+    def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        check_consistent_length(np.empty((n_samples, 0)), y)
+        self.classes_, idx = np.unique(y, return_inverse=True)
+        k = len(self.classes_)
+        if k < 2:
+            raise ValueError(
+                f"classification needs at least 2 classes in y, got 1 class: {self.classes_}"
+            )
+        if isinstance(self.target_loss, LossMatrix) and self.target_loss.matrix.shape != (k, k):
+            raise ValueError(
+                f"the loss matrix must have shape ({k}, {k}) for the {k} classes, "
+                f"got {self.target_loss.matrix.shape}"
+            )
+        return idx.astype(np.int64), k
+
+    def _target_loss_params(self, name: str, k: int) -> dict[str, Any]:
+        return {"n_classes": k} if name == "zero_one" else {}
+
+    def _format_predictions(self, vertices: NDArray[np.float64]) -> NDArray[Any]:
+        idx = np.asarray(self.decoding_set_.decode(vertices), dtype=np.int64).reshape(-1)
+        return self.classes_[idx]

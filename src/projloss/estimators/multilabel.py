@@ -1,0 +1,170 @@
+r"""Multilabel classification with projection losses (paper §6 "Multilabel", Tables 6-7).
+
+Labels are 0/1 indicator matrices; the encoding is the identity (the unit cube is the
+marginal polytope of all subsets, the knapsack polytope that of the subsets with
+``lower <= |y| <= upper``). Calibrated for the Hamming loss (:math:`V = -2I`,
+:math:`b = \mathbf 1`), decoding is :math:`\mathrm{MAP}_D(2u - 1)`: on the cube, a threshold
+of :math:`u` at 1/2; on the knapsack polytope, the best subset of bounded size.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import ClassifierMixin, MultiOutputMixin
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_consistent_length
+
+from ..metrics import multilabel_accuracy
+from ..sets import ConvexSet
+from ..target_losses import TargetLoss
+from ._base import ProjectionEstimatorBase
+
+
+def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
+    """Validate a 0/1 label indicator matrix ``(n_samples, n_labels)`` (dense or sparse)."""
+    if hasattr(y, "toarray"):
+        y = y.toarray()
+    arr = np.asarray(y)
+    if arr.dtype.kind not in "biuf" or not np.all((arr == 0) | (arr == 1)):
+        kind = type_of_target(arr) if arr.dtype.kind in "biuf" else "non-numeric"
+        raise ValueError(
+            f"Unknown label type: {kind}; {name} must be a 0/1 label indicator matrix "
+            "(n_samples, n_labels). Only binary classification is supported."
+        )
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be a label indicator matrix of shape (n_samples, n_labels), "
+            f"got shape {arr.shape}"
+        )
+    return arr.astype(np.float64)
+
+
+def knapsack_upper_bound(Y: NDArray[np.float64]) -> int:
+    r"""The paper's upper bound :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on
+    the number of labels, on the training labels (population variance), at most ``k``."""
+    counts = Y.sum(axis=1)
+    u = math.ceil(float(counts.mean() + counts.std()) - 1e-12)
+    return int(min(max(u, 0), Y.shape[1]))
+
+
+class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, ProjectionEstimatorBase):
+    r"""Multilabel classification with a Fenchel-Young projection loss.
+
+    Projection sets ``"unit_cube"`` (default), ``"knapsack"``, ``"reals"`` or ``"nonneg"``;
+    decoding sets ``"unit_cube"`` or ``"knapsack"``; target loss ``"hamming"``.
+
+    Parameters
+    ----------
+    projection_set : str or ConvexSet, default="unit_cube"
+    geometry : {"euclidean", "kl"}, default="euclidean"
+    decoding_set : str or ConvexSet, default=None
+        ``None`` means the projection set (required for ``"reals"``/``"nonneg"``).
+    target_loss : str or TargetLoss, default=None
+        ``None`` means ``"hamming"``.
+    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
+        penalized).
+    knapsack_lower : int, default=0
+        Lower bound :math:`l` on the number of labels (knapsack sets given by name).
+    knapsack_upper : int, "auto" or None, default="auto"
+        Upper bound :math:`u`; ``"auto"`` is the paper's
+        :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on the training labels;
+        ``None`` means ``k``.
+
+    Attributes
+    ----------
+    n_labels_ : int
+    knapsack_upper_ : int or None
+        The resolved upper bound (when a knapsack set is built by name).
+    coef_ : ndarray of shape (k, n_model_features)
+    intercept_ : ndarray of shape (k,)
+    n_iter_ : int
+    """
+
+    _task: ClassVar[str] = "multilabel"
+
+    def __init__(
+        self,
+        projection_set: str | ConvexSet = "unit_cube",
+        geometry: str = "euclidean",
+        decoding_set: str | ConvexSet | None = None,
+        target_loss: str | TargetLoss | None = None,
+        alpha: float = 1.0,
+        fit_intercept: bool = True,
+        model: str = "linear",
+        degree: int = 2,
+        coef0: float = 1.0,
+        max_iter: int = 500,
+        tol: float = 1e-5,
+        warm_start: bool = False,
+        knapsack_lower: int = 0,
+        knapsack_upper: int | str | None = "auto",
+    ) -> None:
+        self.projection_set = projection_set
+        self.geometry = geometry
+        self.decoding_set = decoding_set
+        self.target_loss = target_loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.model = model
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.knapsack_lower = knapsack_lower
+        self.knapsack_upper = knapsack_upper
+
+    def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
+        Y = check_indicator(y)
+        check_consistent_length(np.empty((n_samples, 0)), Y)
+        k = Y.shape[1]
+        self.n_labels_ = k
+        self.knapsack_upper_ = None
+        if "knapsack" in (self.composition_.projection_set, self.composition_.decoding_set):
+            lo, up = self.knapsack_lower, self.knapsack_upper
+            if not isinstance(lo, numbers.Integral) or isinstance(lo, bool) or lo < 0:
+                raise ValueError(f"knapsack_lower must be an integer >= 0, got {lo!r}")
+            bad_up = ValueError(f"knapsack_upper must be an integer, 'auto' or None, got {up!r}")
+            if isinstance(up, str):
+                if up != "auto":
+                    raise bad_up
+                up = max(knapsack_upper_bound(Y), int(lo))
+            elif up is not None and (not isinstance(up, numbers.Integral) or isinstance(up, bool)):
+                raise bad_up
+            self.knapsack_upper_ = None if up is None else int(up)
+        return Y, k
+
+    def _set_kwargs(self, name: str, k: int, y: Any) -> dict[str, Any]:
+        if name == "knapsack":
+            return {"lower": int(self.knapsack_lower), "upper": self.knapsack_upper_}
+        return {}
+
+    def _target_loss_params(self, name: str, k: int) -> dict[str, Any]:
+        return {"event_ndim": 1} if name == "hamming" else {}
+
+    def _format_predictions(self, vertices: NDArray[np.float64]) -> NDArray[np.int64]:
+        return np.rint(vertices).astype(np.int64)
+
+    def predict(self, X: Any) -> NDArray[np.int64]:
+        """Predicted label indicator matrix ``(n_samples, n_labels)``."""
+        return super().predict(X)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Label-wise accuracy ``1 - Hamming loss`` (the paper's Table 6 metric / 100;
+        not scikit-learn's subset accuracy). Higher is better."""
+        Y = check_indicator(y)
+        return multilabel_accuracy(Y, self.predict(X), sample_weight=sample_weight) / 100.0
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.classifier_tags.multi_label = True
+        tags.classifier_tags.multi_class = False  # 1-D multi-class targets are not accepted
+        return tags

@@ -1,0 +1,274 @@
+r"""The tasks of the paper and the compositions that make sense for each.
+
+A composition is (projection set :math:`C`, geometry :math:`\Psi`, decoding set :math:`D`,
+target loss :math:`L`). It is valid for a task when
+
+- :math:`D` is one of the task's decoding sets, i.e. its vertices are valid outputs
+  (for label ranking this includes the paper's cube and row-stochastic decoders, whose
+  outputs are 0/1 matrices rather than permutations, evaluated entrywise);
+- :math:`C` contains the encoded labels :math:`\varphi(\mathcal{Y})` in the same space as
+  :math:`D` (a superset of the task's marginal polytope, paper §3);
+- :math:`\Psi` is defined on :math:`C` (no KL onto :math:`\mathbb{R}^p`);
+- :math:`L` decomposes with :math:`\psi` = the vertices of :math:`D`.
+
+:func:`check_composition` validates one up front and names the problem with the valid
+choices. The estimators (:mod:`projloss.estimators`) and the experiment pipeline use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._validation import check_geometry
+from .sets import SETS, ConvexSet
+from .target_losses import TARGET_LOSSES, TargetLoss
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One label encoding of a task: the space the projection and decoding sets live in.
+
+    ``marginal`` is the registry name of the marginal polytope (the set whose ``encode``
+    gives :math:`\\varphi`); ``projection_sets`` are the supersets of it in the same space;
+    ``decoders`` the valid decoding sets; ``target_losses`` the target losses (first =
+    default).
+    """
+
+    name: str
+    marginal: str
+    projection_sets: tuple[str, ...]
+    decoders: tuple[str, ...]
+    target_losses: tuple[str, ...]
+    matrix: bool = False
+
+    def event_shape(self, k: int) -> tuple[int, ...]:
+        """Shape of one encoded label for ``k`` classes / labels."""
+        if self.matrix:
+            return (k, k)
+        if self.marginal == "order_simplex":
+            return (k - 1,)
+        return (k,)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task: its encodings (one per family of decoding sets) and its metric."""
+
+    name: str
+    encodings: tuple[Encoding, ...]
+    default_decoder: str | None = None
+
+    @property
+    def decoders(self) -> tuple[str, ...]:
+        return tuple(d for e in self.encodings for d in e.decoders)
+
+    @property
+    def projection_sets(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for e in self.encodings:
+            seen.update(dict.fromkeys(e.projection_sets))
+        return tuple(seen)
+
+    def encoding_of(self, decoder: str) -> Encoding:
+        for e in self.encodings:
+            if decoder in e.decoders:
+                return e
+        raise ValueError(
+            f"the decoding set {decoder!r} cannot produce outputs for the {self.name} task; "
+            f"valid decoding sets are {list(self.decoders)}"
+        )
+
+
+PERMUTATION_MATRIX = Encoding(
+    name="permutation_matrix",
+    marginal="birkhoff",
+    projection_sets=("reals", "nonneg", "cube", "row_simplex", "birkhoff"),
+    decoders=("birkhoff", "row_simplex", "cube"),
+    target_losses=("hamming", "hamming_ranking"),
+    matrix=True,
+)
+PERMUTAHEDRON = Encoding(
+    name="permutahedron",
+    marginal="permutahedron",
+    projection_sets=("reals", "nonneg", "permutahedron"),
+    decoders=("permutahedron",),
+    target_losses=("spearman",),
+)
+CUMULATIVE = Encoding(
+    name="cumulative",
+    marginal="order_simplex",
+    projection_sets=("reals", "nonneg", "unit_cube", "order_simplex"),
+    decoders=("order_simplex",),
+    target_losses=("absolute",),
+)
+INDICATOR = Encoding(
+    name="indicator",
+    marginal="unit_cube",
+    projection_sets=("reals", "nonneg", "unit_cube", "knapsack"),
+    decoders=("unit_cube", "knapsack"),
+    target_losses=("hamming",),
+)
+ONE_HOT = Encoding(
+    name="one_hot",
+    marginal="simplex",
+    projection_sets=("reals", "nonneg", "unit_cube", "simplex"),
+    decoders=("simplex",),
+    target_losses=("zero_one", "loss_matrix"),
+)
+
+TASKS: dict[str, Task] = {
+    t.name: t
+    for t in (
+        Task("label_ranking", (PERMUTATION_MATRIX, PERMUTAHEDRON)),
+        Task("ordinal", (CUMULATIVE,), default_decoder="order_simplex"),
+        Task("multilabel", (INDICATOR,)),
+        Task("multiclass", (ONE_HOT,), default_decoder="simplex"),
+    )
+}
+
+
+def _known_sets() -> set[str]:
+    """Registered sets plus every set a task refers to (some may land later)."""
+    names = set(SETS)
+    for t in TASKS.values():
+        names.update(t.projection_sets, t.decoders)
+    return names
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A validated composition (names), with the encoding it uses."""
+
+    task: str
+    projection_set: str
+    geometry: str
+    decoding_set: str
+    target_loss: str
+    encoding: Encoding
+
+
+def _name(obj: str | ConvexSet | TargetLoss | None, kind: str) -> str | None:
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, ConvexSet | TargetLoss):
+        return obj.name
+    raise ValueError(f"{kind} must be a name or an instance, got {type(obj).__name__}")
+
+
+def get_task(task: str) -> Task:
+    try:
+        return TASKS[task]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown task {task!r}; valid tasks are {sorted(TASKS)}") from None
+
+
+def check_composition(
+    task: str,
+    projection_set: str | ConvexSet,
+    geometry: str = "euclidean",
+    decoding_set: str | ConvexSet | None = None,
+    target_loss: str | TargetLoss | None = None,
+) -> Composition:
+    """Validate a composition for ``task`` and fill in the defaults.
+
+    ``decoding_set=None`` means the projection set when it is a valid decoder for the task,
+    else the task's only decoder (ordinal: order simplex; multiclass: simplex); otherwise
+    (e.g. label ranking projected on ``reals``) it must be given. ``target_loss=None`` means
+    the encoding's default target loss. Raises ``ValueError`` naming the problem and the
+    valid choices.
+    """
+    t = get_task(task)
+    proj = _name(projection_set, "projection_set")
+    dec = _name(decoding_set, "decoding_set")
+    tl = _name(target_loss, "target_loss")
+    if proj not in _known_sets():
+        raise ValueError(
+            f"unknown projection set {proj!r}; valid projection sets for the {t.name} task "
+            f"are {list(t.projection_sets)}"
+        )
+    if proj not in t.projection_sets:
+        raise ValueError(
+            f"the projection set {proj!r} does not contain the encoded labels of the {t.name} "
+            f"task; valid projection sets are {list(t.projection_sets)}"
+        )
+    if dec is None:
+        if proj in t.decoders:
+            dec = proj
+        elif t.default_decoder is not None:
+            dec = t.default_decoder
+        else:
+            candidates = [d for e in t.encodings if proj in e.projection_sets for d in e.decoders]
+            raise ValueError(
+                f"the projection set {proj!r} cannot decode (it is unbounded or produces no "
+                f"valid {t.name} output): give a decoding set, one of {candidates}"
+            )
+    if dec not in _known_sets():
+        raise ValueError(
+            f"unknown decoding set {dec!r}; valid decoding sets for the {t.name} task are "
+            f"{list(t.decoders)}"
+        )
+    enc = t.encoding_of(dec)
+    if proj not in enc.projection_sets:
+        raise ValueError(
+            f"the projection set {proj!r} and the decoding set {dec!r} live in different spaces "
+            f"(encoding {enc.name!r}); with the decoding set {dec!r} the projection set must be "
+            f"one of {list(enc.projection_sets)}"
+        )
+    g = check_geometry(geometry)
+    set_cls = SETS.get(proj)
+    valid_geoms = set_cls.geometries if set_cls is not None else ("euclidean", "kl")
+    if g not in valid_geoms:
+        hint = set_cls.geometry_hint if set_cls is not None else ""
+        raise ValueError(
+            f"the {g!r} geometry is not defined for the projection set {proj!r}; valid "
+            f"geometries for it are {valid_geoms}{hint}"
+        )
+    if tl is None:
+        tl = enc.target_losses[0]
+    if tl not in TARGET_LOSSES:
+        raise ValueError(
+            f"unknown target loss {tl!r}; valid target losses for the {t.name} task with the "
+            f"decoding set {dec!r} are {[n for n in enc.target_losses if _decodes(n, dec)]}"
+        )
+    if tl not in enc.target_losses or not _decodes(tl, dec):
+        raise ValueError(
+            f"the target loss {tl!r} does not decompose over the outputs of the decoding set "
+            f"{dec!r} for the {t.name} task; valid target losses are "
+            f"{[n for n in enc.target_losses if _decodes(n, dec)]}"
+        )
+    return Composition(t.name, proj, g, dec, tl, enc)
+
+
+def _decodes(target_loss: str, decoder: str) -> bool:
+    return decoder in TARGET_LOSSES[target_loss].decoders
+
+
+def valid_compositions(task: str) -> list[tuple[str, str, str, str]]:
+    """Every valid (projection set, geometry, decoding set, target loss) for ``task``
+    (names), among the sets that are registered."""
+    t = get_task(task)
+    out = []
+    for enc in t.encodings:
+        for proj in (p for p in enc.projection_sets if p in SETS):
+            for dec in (d for d in enc.decoders if d in SETS):
+                for g in ("euclidean", "kl"):
+                    for tl in enc.target_losses:
+                        if tl == "loss_matrix":
+                            continue  # needs a matrix: not composable by name
+                        try:
+                            check_composition(task, proj, g, dec, tl)
+                        except ValueError:
+                            continue
+                        out.append((proj, g, dec, tl))
+    return out
+
+
+__all__ = [
+    "TASKS",
+    "Composition",
+    "Encoding",
+    "Task",
+    "check_composition",
+    "get_task",
+    "valid_compositions",
+]

@@ -1,0 +1,15 @@
+"""Suite-wide test settings.
+
+Hypothesis runs derandomized by default (the "ci" profile), so a fresh clone, CI and every
+developer see the same examples and a failure is reproducible. Set
+``HYPOTHESIS_PROFILE=explore`` to search new random examples (more of them, with the local
+example database) when working on an oracle.
+"""
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -1,0 +1,40 @@
+"""Helpers shared by the engine tests (not the sets' tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from projloss.sets import SETS, get_set
+
+DATASETS = Path("/work/shared/datasets")
+
+
+def require_sets(*names: str) -> None:
+    """Skip the test when a set it needs has not been merged into the registry yet."""
+    missing = [n for n in names if n not in SETS]
+    if missing:
+        pytest.skip(f"sets not registered yet: {missing}")
+
+
+def make_set(name: str, **params):
+    require_sets(name)
+    return get_set(name, **params)
+
+
+def load_label_ranking(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Parse ``label_ranking/<name>.txt``: CSV header ``A1,...,Ad,ranking``, rankings like
+    ``b>a>c`` (most preferred first). Returns X (n, d) and permutations y (n, k) with
+    ``y[i, rank] = label`` (labels ``a, b, ... -> 0, 1, ...``)."""
+    path = DATASETS / "label_ranking" / f"{name}.txt"
+    if not path.exists():
+        pytest.skip(f"dataset mirror not available: {path}")
+    rows = path.read_text().strip().splitlines()[1:]
+    X, y = [], []
+    for row in rows:
+        *feats, ranking = row.split(",")
+        X.append([float(v) for v in feats])
+        y.append([ord(c.strip()) - ord("a") for c in ranking.split(">")])
+    return np.array(X), np.array(y, dtype=np.int64)

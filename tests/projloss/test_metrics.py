@@ -1,0 +1,45 @@
+"""The paper's metrics against direct computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from projloss.metrics import f1, multilabel_accuracy, ordinal_mae, ranking_hamming_loss
+
+
+def test_ranking_hamming_loss():
+    y = np.array([[0, 1, 2], [2, 1, 0]])
+    pred = np.array([[1, 0, 2], [2, 1, 0]])
+    # sample 0: two ranks swapped -> 4 of 9 entries differ; sample 1: none
+    assert ranking_hamming_loss(y, pred) == pytest.approx(100 * (4 / 9) / 2)
+    assert ranking_hamming_loss(y, pred, percent=False) == pytest.approx((4 / 9) / 2)
+    # matrices (e.g. cube decoding) are accepted and compared entrywise
+    P = np.eye(3, dtype=int)[pred]
+    P[1, 0, 0] = 1  # not a permutation matrix any more: one more differing entry
+    assert ranking_hamming_loss(y, P) == pytest.approx(100 * (4 / 9 + 1 / 9) / 2)
+    assert ranking_hamming_loss(y, pred, sample_weight=[1, 0]) == pytest.approx(400 / 9)
+    with pytest.raises(ValueError, match="different shapes"):
+        ranking_hamming_loss(y, np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError, match="not a permutation"):
+        ranking_hamming_loss(y, np.array([[0, 0, 2], [2, 1, 0]]))
+    with pytest.raises(ValueError, match="0/1 matrices"):
+        ranking_hamming_loss(y, 2 * P)
+
+
+def test_multilabel_metrics():
+    Y = np.array([[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 1, 1]])
+    P = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]])
+    assert multilabel_accuracy(Y, P) == pytest.approx(100 * (1 - 2 / 12))
+    # micro F1: tp = 6, fp = 1, fn = 1
+    assert f1(Y, P, average="micro") == pytest.approx(100 * 2 * 6 / (2 * 6 + 1 + 1))
+    per_sample = [2 * 1 / (2 * 1 + 1), 2 * 1 / (2 * 1 + 1), 1.0]
+    assert f1(Y, P, average="samples") == pytest.approx(100 * np.mean(per_sample))
+    per_label = [1.0, 1.0, 2 * 1 / (2 * 1 + 1 + 1), 1.0]
+    assert f1(Y, P, average="macro") == pytest.approx(100 * np.mean(per_label))
+    with pytest.raises(ValueError, match="unknown F1 average"):
+        f1(Y, P, average="weighted")
+
+
+def test_ordinal_mae():
+    assert ordinal_mae([1, 2, 3, 5], [1, 3, 3, 2]) == pytest.approx((0 + 1 + 0 + 3) / 4)
