@@ -275,7 +275,7 @@ def run(ctx: Context) -> SectionResult:
                     data[f"projections/{case.key}/k={k}/n={n}/{label}"] = tb
                 ctx.log(
                     f"  {case.key:<24} k={k:<3} n={n:<6} {rate(row.projloss, n):>9} proj/s  "
-                    + "  ".join(f"{lab}: {row.base[lab] / row.projloss:.3g}x" for lab in row.base)
+                    + "  ".join(_summary(b, row) for b in case.baselines)
                     + f"  (load {row.load:.1f})"
                 )
         title = f"### {case.set_name}, {case.geometry}"
@@ -289,6 +289,13 @@ def run(ctx: Context) -> SectionResult:
         if case.cheap:
             checks.append(_cheap_check(case, rows))
     return SectionResult("\n\n".join(parts), checks, data)
+
+
+def _summary(b: bl.Baseline, row: Row) -> str:
+    tb = row.base[b.label]
+    if b.kind == "solver":
+        return f"{tb / row.projloss:.3g}x faster than {b.label}"
+    return f"{row.projloss / tb:.3g}x {b.label}"
 
 
 def _cheap_check(case: Case, rows: list[Row]) -> Check:
