@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro test lint venv clean-venv
+.PHONY: repro test lint bench venv clean-venv
 
 venv: $(STAMP)
 
@@ -24,6 +24,11 @@ lint: $(STAMP)
 
 repro: $(STAMP)
 	$(BIN)/dvc repro
+
+# On demand, not in CI: the benchmark suite (about 10 min) -> benchmarks/RESULTS.md.
+# Extra options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--quick".
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
