@@ -23,6 +23,16 @@ import numba
 F = TypeVar("F", bound=Callable)
 
 
-def kernel(fn: F) -> F:
-    """Compile ``fn`` in nopython mode, cached on disk, releasing the GIL."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)  # type: ignore[return-value]
+def kernel(fn: F | None = None, *, reassoc: bool = False) -> F | Callable[[F], F]:
+    """Compile ``fn`` in nopython mode, cached on disk, releasing the GIL.
+
+    ``@kernel(reassoc=True)`` lets LLVM reorder floating-point sums (``fastmath`` flags
+    ``reassoc`` and ``nsz`` only, no assumption about NaN or inf), which vectorizes
+    reductions such as a sum of positive terms: only the rounding of such sums changes.
+    """
+    options = {"cache": True, "nogil": True, "error_model": "numpy"}
+    if reassoc:
+        options["fastmath"] = {"reassoc", "nsz"}
+    if fn is None:
+        return numba.njit(**options)  # type: ignore[return-value]
+    return numba.njit(**options)(fn)  # type: ignore[return-value]

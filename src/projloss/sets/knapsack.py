@@ -52,30 +52,31 @@ from .simplex import as_rows
 
 
 @kernel
-def _cube_rows(x, lo, hi, kl, out, budget):
-    # Proposition 3, first step: out = the cube projection (clip, or min(1, e^{x - 1})),
-    # budget[r] = the capped-simplex budget (u or l) where its sum leaves [lo, hi], else -1.
+def _budgets(x, lo, hi, budget):
+    # Proposition 3 (Euclidean), first step: budget[r] = the capped-simplex budget (u or l)
+    # where the sum of clip(x[r], 0, 1) leaves [lo, hi], else -1.
     n, k = x.shape
     for r in range(n):
         total = 0.0
         for i in range(k):
-            if kl:
-                v = np.exp(min(x[r, i] - 1.0, 0.0))
-            else:
-                v = min(max(x[r, i], 0.0), 1.0)
-            out[r, i] = v
-            total += v
+            total += min(max(x[r, i], 0.0), 1.0)
         budget[r] = hi if total > hi else (lo if total < lo else -1.0)
 
 
 @kernel
 def _capped_euclidean_rows(x, asc, rows, budget, out):
-    # asc[j] = row rows[j] of x sorted in ascending order.
+    # asc[j] = row rows[j] of x sorted in ascending order (asc may be out when rows are
+    # all the rows: a row of asc is read in full before the row of out is written).
+    # Rows with budget < 0 get the cube projection clip(x, 0, 1).
     k = x.shape[1]
     for j in range(rows.size):
         r = rows[j]
         m = budget[r]
-        if m <= 0.0 or m >= k:
+        if m < 0.0:
+            for i in range(k):
+                out[r, i] = min(max(x[r, i], 0.0), 1.0)
+            continue
+        if m == 0.0 or m >= k:
             out[r, :] = 0.0 if m <= 0.0 else 1.0
             continue
         # Walk down the 2k breakpoints of f(tau) = sum_i clip(s_i - tau, 0, 1) in
@@ -117,6 +118,82 @@ def _capped_euclidean_rows(x, asc, rows, budget, out):
 _RESCALE = 1e-16
 
 
+@kernel(reassoc=True)
+def _uncapped_stats(out):
+    # Sum and max of the uncapped entries (out >= 0) of one row.
+    total = 0.0
+    big = 0.0
+    for i in range(out.size):
+        e = max(out[i], 0.0)
+        total += e
+        big = max(big, e)
+    return total, big
+
+
+@kernel
+def _rescale(x, out):
+    # Exponentials of the uncapped entries relative to their own max (the capped ones
+    # are marked -1).
+    c = -np.inf
+    for i in range(x.size):
+        if out[i] >= 0.0:
+            c = max(c, x[i])
+    for i in range(x.size):
+        if out[i] >= 0.0:
+            out[i] = np.exp(x[i] - c)
+
+
+@kernel(reassoc=True)
+def _fix_caps(x, m, out):
+    # One row, 0 < m < k: out holds e = exp(x - max x) on entry, mu on exit.
+    # mu_i = min(1, e_i / T) with sum(mu) = m. Dropping the caps of the uncapped entries
+    # gives T = sum(uncapped e) / (m - #capped), which can only be too large (the relaxed
+    # sum is larger), so every e_i > T is capped in the solution too: cap them (mark
+    # out = -1) and repeat until none is added. One branch-free pass per round (the sums
+    # of positive terms may be reordered: reassoc).
+    k = x.size
+    total, big = _uncapped_stats(out)
+    capped = 0
+    while True:
+        if big < _RESCALE:  # the uncapped entries are tiny next to the capped ones
+            _rescale(x, out)
+            total, big = _uncapped_stats(out)
+        thresh = total / (m - capped)
+        added = 0
+        total = 0.0
+        big = 0.0
+        for i in range(k):
+            e = out[i]
+            # Strictly above: an entry equal to T gets mu = 1 uncapped as well, and capping
+            # it when T merely rounds to it (e.g. a dominant entry, T = 1 + 1e-20) would use
+            # the budget up and zero the tiny entries.
+            cap = e > thresh
+            out[i] = -1.0 if cap else e
+            v = 0.0 if cap else max(e, 0.0)
+            total += v
+            big = max(big, v)
+            added += 1 if cap else 0
+        if added == 0:
+            break
+        capped += added
+        if capped >= m:  # (cannot happen: each round caps < m - capped entries)
+            thresh = np.inf
+            break
+    for i in range(k):
+        e = out[i]
+        out[i] = 1.0 if e < 0.0 else e / thresh
+
+
+@kernel
+def _exp_shifted(x, out):
+    # out = exp(x - max x) for one row.
+    c = x[0]
+    for i in range(1, x.size):
+        c = max(c, x[i])
+    for i in range(x.size):
+        out[i] = np.exp(x[i] - c)
+
+
 @kernel
 def _capped_kl_rows(x, rows, budget, out):
     k = x.shape[1]
@@ -126,77 +203,70 @@ def _capped_kl_rows(x, rows, budget, out):
         if m <= 0.0 or m >= k:
             out[r, :] = 0.0 if m <= 0.0 else 1.0
             continue
-        # mu_i = min(1, e_i / T) with e = exp(x - max x) and sum(mu) = m. Dropping the
-        # caps of the uncapped entries gives T = sum(uncapped e) / (m - #capped), which
-        # can only be too large (the relaxed sum is larger), so every e_i > T is capped
-        # in the solution too: cap them and repeat until none is added. The capped entries
-        # are marked by out = -1; out holds e for the others.
-        c = x[r, 0]
+        _exp_shifted(x[r], out[r])
+        _fix_caps(x[r], m, out[r])
+
+
+#: Rows whose max c lies in [-_SHARED, _SHARED] take one exponential per entry for both
+#: the cube projection nu = min(1, e^{x - 1}) and the capped solution e^{x - c}: entries
+#: x < 1 get nu = e^{x - 1}, and e^{x - c} = nu e^{1 - c} (no overflow; nu underflows only
+#: where e^{x - c} < e^{-744 + _SHARED}, a denormal anyway); entries x >= 1 have nu = 1 and
+#: get e^{x - c}. Other rows take a second exponential per entry when capped.
+_SHARED = 30.0
+
+
+@kernel
+def _knapsack_kl_rows(x, lo, hi, out):
+    # Proposition 3 for each row: the cube projection, or the capped simplex at u or l.
+    n, k = x.shape
+    for r in range(n):
+        xr = x[r]
+        o = out[r]
+        c = xr[0]
         for i in range(1, k):
-            c = max(c, x[r, i])
+            c = max(c, xr[i])
+        shared = -_SHARED <= c <= _SHARED
+        total = 0.0
         for i in range(k):
-            out[r, i] = np.exp(x[r, i] - c)
-        capped = 0
-        while True:
-            total = 0.0
-            big = 0.0
+            xi = xr[i]
+            low = xi < 1.0
+            # (one exponential whichever the branch: a select, not a second call)
+            v = np.exp(xi - 1.0 if low or not shared else xi - c)
+            o[i] = v
+            total += v if low else 1.0
+        if lo <= total <= hi:
             for i in range(k):
-                e = out[r, i]
-                if e >= 0.0:
-                    total += e
-                    big = max(big, e)
-            if big < _RESCALE:  # the uncapped entries are tiny next to the capped ones
-                c = -np.inf
-                for i in range(k):
-                    if out[r, i] >= 0.0:
-                        c = max(c, x[r, i])
-                for i in range(k):
-                    if out[r, i] >= 0.0:
-                        out[r, i] = np.exp(x[r, i] - c)
-                continue
-            thresh = total / (m - capped)
-            added = 0
+                if xr[i] >= 1.0:
+                    o[i] = 1.0
+            continue
+        m = hi if total > hi else lo
+        if m <= 0.0 or m >= k:
+            o[:] = 0.0 if m <= 0.0 else 1.0
+            continue
+        if shared:
+            g = np.exp(1.0 - c)
             for i in range(k):
-                # Strictly above: an entry equal to T gets mu = 1 uncapped as well, and
-                # capping it when T merely rounds to it (e.g. a dominant entry, T = 1 +
-                # 1e-20) would use the budget up and zero the tiny entries.
-                if out[r, i] > thresh:
-                    out[r, i] = -1.0
-                    added += 1
-            if added == 0:
-                break
-            capped += added
-            if capped >= m:  # (cannot happen: each round caps < m - capped entries)
-                thresh = np.inf
-                break
-        for i in range(k):
-            e = out[r, i]
-            out[r, i] = 1.0 if e < 0.0 else e / thresh
+                if xr[i] < 1.0:
+                    o[i] *= g
+        else:
+            _exp_shifted(xr, o)
+        _fix_caps(xr, m, o)
 
 
 def _capped(theta: ArrayLike, m: ArrayLike, kl: bool) -> NDArray[np.float64]:
     x, shape = as_rows(theta)
-    n = len(x)
     budget = np.ascontiguousarray(np.broadcast_to(np.asarray(m, dtype=np.float64), shape[:-1]))
-    out = np.empty_like(x)
-    if x.size:
-        _solve_capped(x, np.arange(n), budget.reshape(-1), out, kl)
-    return out.reshape(shape)
-
-
-def _solve_capped(
-    x: NDArray[np.float64],
-    rows: NDArray[np.intp],
-    budget: NDArray[np.float64],
-    out: NDArray[np.float64],
-    kl: bool,
-) -> None:
-    """Capped-simplex projections of the rows ``rows`` of ``x`` into ``out``."""
+    budget = budget.reshape(-1)
+    rows = np.arange(len(x))
     if kl:
-        _capped_kl_rows(x, rows, budget, out)
+        out = np.empty_like(x)
+        if x.size:
+            _capped_kl_rows(x, rows, budget, out)
     else:
-        asc = np.sort(x if rows.size == len(x) else x[rows], axis=1)
-        _capped_euclidean_rows(x, asc, rows, budget, out)
+        out = np.sort(x, axis=1)  # sorted in place of the output
+        if x.size:
+            _capped_euclidean_rows(x, out, rows, budget, out)
+    return out.reshape(shape)
 
 
 def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64]:
@@ -304,12 +374,24 @@ class Knapsack(ConvexSet):
         lo, hi = self._bounds(k)
         if lo == 0 and hi == k:  # the whole cube
             return np.exp(np.minimum(theta - 1.0, 0.0)) if kl else np.clip(theta, 0.0, 1.0)
-        out = np.empty_like(x)
+        if kl:
+            out = np.empty_like(x)
+            _knapsack_kl_rows(x, float(lo), float(hi), out)
+            return out.reshape(shape)
         budget = np.empty(len(x))
-        _cube_rows(x, float(lo), float(hi), kl, out, budget)
+        _budgets(x, float(lo), float(hi), budget)
         rows = np.flatnonzero(budget >= 0.0)
-        if rows.size:
-            _solve_capped(x, rows, budget, out, kl)
+        if 2 * rows.size >= len(x):
+            # Mostly capped: sort every row in place of the output (a single allocation:
+            # fresh memory costs as much as the sort itself on this kind of machine).
+            out = np.sort(x, axis=1)
+            _capped_euclidean_rows(x, out, np.arange(len(x)), budget, out)
+        else:  # mostly inside: clip, and sort only the capped rows
+            out = np.clip(x, 0.0, 1.0)
+            if rows.size:
+                sub = x[rows]
+                sub.sort(axis=1)
+                _capped_euclidean_rows(x, sub, rows, budget, out)
         return out.reshape(shape)
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:

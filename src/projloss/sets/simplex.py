@@ -53,7 +53,8 @@ def from_rows(out: NDArray[np.float64], shape: tuple[int, ...], axis: int) -> ND
 
 @kernel
 def _sparsemax_rows(x, asc, out):
-    # x, out: (n, k); asc: the rows of x sorted in ascending order.
+    # x, out: (n, k); asc: the rows of x sorted in ascending order (may be ``out``
+    # itself: a row of asc is read in full before the row of out is written).
     n, k = x.shape
     for r in range(n):
         top = asc[r, k - 1]
@@ -96,9 +97,9 @@ def project_simplex(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     over the batch: 2-4x slower).
     """
     x, shape = as_rows(theta, axis)
-    out = np.empty_like(x)
+    out = np.sort(x, axis=1)  # sorted in place of the output: one allocation
     if x.size:
-        _sparsemax_rows(x, np.sort(x, axis=1), out)
+        _sparsemax_rows(x, out, out)
     return from_rows(out, shape, axis)
 
 

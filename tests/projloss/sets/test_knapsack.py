@@ -207,15 +207,20 @@ def test_matches_bisection_and_certificate_for_larger_k(geometry):
 
 
 @pytest.mark.parametrize("geometry", ["euclidean", "kl"])
-def test_branches_mixed_within_one_batch(geometry):
+@pytest.mark.parametrize("p_inside", [0.2, 0.9])  # mostly capped / mostly inside [l, u]
+def test_branches_mixed_within_one_batch(geometry, p_inside):
     rng = np.random.default_rng(4)
     l, u, k = 2, 3, 6
     s = Knapsack(l, u)
-    theta = rng.standard_normal((300, k)) * 1.5 + rng.choice([-1.5, 0.5, 2.5], size=(300, 1))
+    p_out = (1 - p_inside) / 2
+    mid = 0.5 if p_inside < 0.5 else (0.42 if geometry == "euclidean" else 0.12)  # sum ~ 2.5
+    shift = rng.choice([-1.5, mid, 2.5], size=(300, 1), p=[p_out, p_inside, p_out])
+    theta = rng.standard_normal((300, k)) * (1.5 if p_inside < 0.5 else 0.15) + shift
     nu = UnitCube().project(theta, geometry).sum(axis=-1)
     over, under = nu > u, nu < l
     inside = ~over & ~under
-    assert over.sum() > 20 and under.sum() > 20 and inside.sum() > 20
+    assert over.sum() > 5 and under.sum() > 5 and inside.sum() > 20
+    assert (inside.mean() > 0.5) == (p_inside > 0.5)  # both code paths are exercised
     mu = s.project(theta.reshape(10, 30, k), geometry).reshape(300, k)
     np.testing.assert_allclose(mu[over].sum(-1), u, atol=1e-12)
     np.testing.assert_allclose(mu[under].sum(-1), l, atol=1e-12)
