@@ -1,7 +1,7 @@
 """Section "startup": what a fresh Python process pays before its first projection.
 
 Every DVC stage and every test worker is a new process: it imports projloss and makes a
-first call of each oracle, which, for compiled kernels, loads them from numba's on-disk
+first call of each oracle, which, for the compiled kernels, loads them from numba's on-disk
 cache (or compiles them when the cache is empty: once per machine and source version).
 Measured in fresh subprocesses: the import time, the first and second call of every
 (set, geometry) projection on a (100, 10) batch ((100, 5, 5) for k x k sets), with the
@@ -43,14 +43,21 @@ out["numba_loaded"] = "numba" in sys.modules
 print(json.dumps(out))
 """
 
+NUMBA_IMPORT = r"""
+import json, time
+t0 = time.perf_counter()
+import numba
+print(json.dumps({"numba": time.perf_counter() - t0}))
+"""
 
-def _run(env_extra: dict[str, str]) -> dict:
+
+def _run(env_extra: dict[str, str], script: str = SCRIPT) -> dict:
     env = dict(os.environ)
     src = str(ROOT / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(env_extra)
     res = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -59,6 +66,7 @@ def _run(env_extra: dict[str, str]) -> dict:
 def run(ctx: Context) -> SectionResult:
     """Import time and first-call (kernel load / compile) time in fresh processes."""
     warm = [_run({}) for _ in range(1 if ctx.quick else 3)]
+    t_numba = min(_run({}, NUMBA_IMPORT)["numba"] for _ in range(1 if ctx.quick else 3))
     with tempfile.TemporaryDirectory() as tmp:
         cold = _run({"NUMBA_CACHE_DIR": str(Path(tmp))})
     best = {
@@ -88,9 +96,11 @@ def run(ctx: Context) -> SectionResult:
     )
     md = (
         (__doc__ or "").split("\n\n", 1)[1].strip()
-        + f"\n\n`import projloss.sets` (numpy, scipy, scikit-learn included): "
-        f"{best['import']:.2f} s (best of {len(warm)} processes); numba loaded by the "
-        f"first calls: {'yes' if warm[0]['numba_loaded'] else 'no'}.\n\n"
+        + f"\n\n`import projloss.sets` (numpy, scipy, scikit-learn and numba included): "
+        f"{best['import']:.2f} s (best of {len(warm)} processes), of which `import numba` "
+        f"alone takes {t_numba:.2f} s (numba imported: "
+        f"{'yes' if warm[0]['numba_loaded'] else 'no'}). The first compiled call of a "
+        "process also initializes numba's code generator (the first row below).\n\n"
         + table(
             [
                 "projection",
