@@ -5,9 +5,10 @@ projloss' batched semi-dual Newton solver (at tol = 1e-6 and 1e-9, cold and warm
 started from the dual variables of a nearby batch, and through the public
 ``Birkhoff().project``) against POT's ``smooth_ot_semi_dual(..., reg_type="l2")``
 (Euclidean) and ``sinkhorn(..., method="sinkhorn_log")`` (KL) looped over the samples,
-each at a loose and a tight ``stopThr``. *Speed-up* is relative to the fastest POT loop
-whose marginals hold to 1e-6 (or the fastest POT loop if none does); goals: >= 20x
-(Euclidean) and >= 50x (KL). (This section replaces the former
+at several ``stopThr``. *Speed-up* is relative to the fastest POT loop whose marginals
+hold to 1e-6 (or the fastest POT loop if none does); goals: >= 20x (Euclidean) and
+>= 50x (KL). The POT loops run after projloss, not interleaved (they take seconds): their
+times vary more with the load of the machine. (This section replaces the former
 ``benchmarks/bench_birkhoff.py``.)
 """
 
@@ -26,7 +27,8 @@ from .registry import Check, Context, SectionResult, section
 from .report import table
 
 GOALS = {"euclidean": 20.0, "kl": 50.0}
-POT_STOPS = {"euclidean": (1e-9, 1e-14), "kl": (1e-6, 1e-9)}
+#: POT's stopThr values: smooth_ot_semi_dual reaches marginals to ~1e-6 only near 1e-15.
+POT_STOPS = {"euclidean": (1e-9, 1e-14, 1e-15), "kl": (1e-6, 1e-9)}
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:
@@ -67,6 +69,7 @@ def run(ctx: Context) -> SectionResult:
             theirs.append((f"POT {name} per sample, stopThr={stop:g}", t, viol, None))
         accurate = [r for r in theirs if r[2] <= 1e-6] or theirs
         ref = min(r[1] for r in accurate)
+        fastest = min(r[1] for r in theirs)  # at any accuracy: a lower bound
         for name, t, v, its in ours + theirs:
             rows.append(
                 [
@@ -88,7 +91,8 @@ def run(ctx: Context) -> SectionResult:
                 f"over POT {pot_name} per sample",
                 speed,
                 GOALS[geometry],
-                detail="projloss tol=1e-6 vs the fastest POT loop with marginals <= 1e-6",
+                detail="projloss tol=1e-6 vs the fastest POT loop with marginals <= 1e-6; "
+                f"vs the fastest POT loop at any accuracy: {fastest / ours[0][1]:.3g}x",
             )
         )
     md = (

@@ -280,6 +280,7 @@ def run(ctx: Context) -> SectionResult:
     parts = [(__doc__ or "").split("\n\n", 1)[1].strip(), _legend(bool(ctx.before))]
     checks: list[Check] = []
     data: dict[str, float] = {}
+    summary: list[list[str]] = []
     for case in cases():
         if ctx.only_sets and case.set_name not in ctx.only_sets:
             continue
@@ -306,7 +307,71 @@ def run(ctx: Context) -> SectionResult:
         )
         if case.cheap:
             checks.append(_cheap_check(case, rows))
+        if ctx.before:
+            summary += _before_after(case, rows, ctx.before)
+    if summary:
+        parts.insert(
+            2,
+            _SUMMARY_HEAD
+            + table(
+                [
+                    "set",
+                    "geometry",
+                    "k",
+                    "n",
+                    "before (proj/s)",
+                    "now (proj/s)",
+                    "gain",
+                    "baseline",
+                    "before: ratio",
+                    "now: ratio",
+                ],
+                summary,
+                "lllrrrrlrr",
+            ),
+        )
     return SectionResult("\n\n".join(parts), checks, data)
+
+
+_SUMMARY_HEAD = (
+    "**Before / after** (the `--compare` run against this one), at the largest batch of "
+    "each k: *gain* = time before / time now; *ratio* = time(projloss) / time(baseline) "
+    "for a numpy primitive, time(library) / time(projloss) (speed-up) for a library loop, "
+    "each measured within its own run.\n\n"
+)
+
+
+def _before_after(case: Case, rows: list[Row], before: dict) -> list[list[str]]:
+    out = []
+    b = next((x for x in case.baselines if x.label == case.primitive), case.baselines[0])
+    for r in rows:
+        if r.n != max(x.n for x in rows if x.k == r.k):
+            continue
+        key = f"projections/{case.key}/k={r.k}/n={r.n}"
+        old, old_b = before.get(key), before.get(f"{key}/{b.label}")
+        if old is None:
+            continue
+
+        def rat(t: float | None, tb: float | None) -> str:
+            if t is None or tb is None:
+                return "-"
+            return f"{(tb / t if b.kind == 'solver' else t / tb):.3g}"
+
+        out.append(
+            [
+                case.set_name,
+                case.geometry,
+                str(r.k),
+                str(r.n),
+                rate(old, r.n),
+                rate(r.projloss, r.n),
+                f"{old / r.projloss:.3g}",
+                b.label,
+                rat(old, old_b),
+                rat(r.projloss, r.base[b.label]),
+            ]
+        )
+    return out
 
 
 def _summary(b: bl.Baseline, row: Row) -> str:
