@@ -337,7 +337,10 @@ _SUMMARY_HEAD = (
     "**Before / after** (the `--compare` run against this one), at the largest batch of "
     "each k: *gain* = time before / time now; *ratio* = time(projloss) / time(baseline) "
     "for a numpy primitive, time(library) / time(projloss) (speed-up) for a library loop, "
-    "each measured within its own run.\n\n"
+    "each measured within its own run. The ratios are the robust comparison: *gain* "
+    "compares absolute times taken in two runs under different loads of the shared "
+    "machine (the unchanged sets -- reals, nonneg, unit_cube -- show that noise, "
+    "0.5-1.2).\n\n"
 )
 
 
