@@ -65,14 +65,28 @@ def _load_sections() -> list:
     return sorted(SECTIONS.values(), key=lambda s: s.order)
 
 
+def _preload() -> None:
+    """Import every library the sections use, so that the thread limit reaches all the
+    BLAS / OpenMP runtimes they load (scipy and POT bring their own OpenBLAS and libgomp,
+    loaded on first import: a limit set before that would miss them)."""
+    for mod in ("numpy", "scipy.optimize", "scipy.linalg", "sklearn.isotonic", "ot", "numba"):
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    _preload()
+    _load_sections()
     # One BLAS thread by default: every figure is single-threaded, and OpenBLAS' threads
     # on tiny problems (POT's L-BFGS, batched k x k solves) spin against the other
     # processes of a loaded 2-core machine (measured: up to 40x slower per call).
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=args.threads):
+        args.pools = sorted({f"{i['internal_api']} x{i['num_threads']}" for i in threadpool_info()})
         return _main(args)
 
 
@@ -102,6 +116,7 @@ def _main(args: argparse.Namespace) -> int:
     )
     info = machine()
     info["threads"] = args.threads
+    info["pools"] = ", ".join(args.pools)
     if args.compare:
         info["compare"] = str(args.compare)
     load_start = os.getloadavg()
@@ -158,7 +173,8 @@ def _markdown(info, load_start, load_end, total, results, checks: list[Check]) -
         f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory']}, {info['os']}",
         "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
         f"- code: branch `{info['branch']}`, commit {info['commit']}",
-        f"- command: `{info['command']}`; BLAS/OpenMP threads: {info['threads']}",
+        f"- command: `{info['command']}`; BLAS/OpenMP threads: {info['threads']} "
+        f"(thread pools: {info['pools']})",
         f"- load average (1, 5, 15 min): start {_la(load_start)}, end {_la(load_end)} "
         "(the machine is shared: figures taken under load are slower; ratios are measured "
         "interleaved, see each table's load column)",
