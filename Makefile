@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro test lint bench venv clean-venv
+.PHONY: repro params test lint bench venv clean-venv
 
 venv: $(STAMP)
 
@@ -22,10 +22,15 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks
 
+# The stages run `python -m pipeline.stage ...`: the venv's python must come first on PATH.
 repro: $(STAMP)
-	$(BIN)/dvc repro
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
-# On demand, not in CI: the benchmark suite (about 10 min) -> benchmarks/RESULTS.md.
+# Regenerate params.yaml (DVC's params) from conf/ after changing a config file.
+params: $(STAMP)
+	$(BIN)/python -m pipeline.params
+
+# On demand, not in CI: the benchmark suite (5-10 min) -> benchmarks/RESULTS.md.
 # Extra options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--quick".
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

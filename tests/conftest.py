@@ -7,8 +7,13 @@ example database) when working on an oracle.
 """
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import settings
+
+# tests/mirror.py (locating the dataset mirror) is shared by the engine and pipeline tests.
+sys.path.insert(0, str(Path(__file__).parent))
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", max_examples=500)

@@ -3,22 +3,22 @@
 - The network is disabled for every test (``no_network``): name resolution and socket
   connections to anything but the loopback interface raise ``OSError``, so a test that
   would download something fails instead of touching the network.
-- ``mirror``: the local dataset mirror (``$PROJLOSS_MIRROR``, else the configured default
-  ``../shared/datasets``, else a ``shared/datasets`` next to a parent of the project root,
-  which covers git worktrees); the tests needing it are skipped when there is none.
+- ``mirror``: the local dataset mirror, located by ``tests/mirror.py``
+  (``$PROJLOSS_MIRROR``, else ``shared/datasets`` beside the project root or one of its
+  parents); a missing mirror fails the tests that need it (never a silent skip).
 - ``raw_all``: every mirrored dataset fetched once per test session (per xdist worker).
 """
 
 from __future__ import annotations
 
 import csv
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mirror import require_mirror
 from pipeline.paths import project_root
 from pipeline.readers import RawData
 from pipeline.registry import DatasetSpec, get_spec, list_specs
@@ -51,25 +51,9 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
 
 
-def find_mirror() -> Path | None:
-    env = os.environ.get("PROJLOSS_MIRROR")
-    candidates = [Path(env)] if env else []
-    configured = data_settings().mirror
-    if configured is not None:
-        candidates.append(configured)
-    candidates += [p / "shared" / "datasets" for p in ROOT.parents]
-    for c in candidates:
-        if (c / "MANIFEST.tsv").is_file():
-            return c
-    return None
-
-
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    path = find_mirror()
-    if path is None:
-        pytest.skip("no local dataset mirror (set PROJLOSS_MIRROR)")
-    return path
+    return require_mirror()
 
 
 @pytest.fixture(scope="session")
@@ -124,3 +108,88 @@ def load(raw_all: DataSettings, raw_cache: RawCache):
         return raw_cache.get(get_spec(name, raw_all.dataset_dirs), split, raw_all.raw_dir)
 
     return _load
+
+
+# --------------------------------------------------------------------------- pipeline
+#: small real datasets of each task, prepared once per session for the training tests
+TRAIN_DATASETS = ["iris", "wine", "emotions", "ERA"]
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> DataSettings:
+    """Settings whose raw and prepared dirs hold :data:`TRAIN_DATASETS` (done once)."""
+    from pipeline.stages import preprocess
+
+    settings = make_settings(tmp_path_factory.mktemp("prepared"), mirror)
+    fetch.run(cfg_for(settings, datasets=TRAIN_DATASETS))
+    preprocess.run(cfg_for(settings, datasets=TRAIN_DATASETS, report=False))
+    return settings
+
+
+def data_overrides(settings: DataSettings) -> list[str]:
+    """Hydra overrides pointing the ``data`` group at ``settings``' directories."""
+    return [
+        f"data.mirror={settings.mirror}",
+        f"data.raw_dir={settings.raw_dir}",
+        f"data.prepared_dir={settings.prepared_dir}",
+        f"data.reports_dir={settings.reports_dir}",
+        "data.progress=false",
+    ]
+
+
+def compose(overrides: list[str] | None = None, return_hydra_config: bool = False) -> Any:
+    """``conf/config.yaml`` composed with Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hydra_compose(
+            "config", overrides=overrides or [], return_hydra_config=return_hydra_config
+        )
+
+
+def run_config(settings: DataSettings, overrides: list[str]) -> dict[str, Any]:
+    """A plain, resolved run config on the prepared data of ``settings``."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.to_container(compose([*overrides, *data_overrides(settings)]), resolve=True)
+    cfg.pop("experiments")
+    return cfg
+
+
+class RecordingTracker:
+    """A tracker that records what the stages log (no MLflow)."""
+
+    enabled = True
+
+    def __init__(self, **settings: Any) -> None:
+        from pipeline.tracking import TrackingSettings
+
+        self.settings = TrackingSettings(**settings)
+        self.run_id = "recorded"
+        self.children: list[tuple[str, dict[str, Any], dict[str, float]]] = []
+        self.metrics: dict[str, float] = {}
+        self.models: dict[str, Any] = {}
+        self.artifacts: list[tuple[Path, str | None]] = []
+
+    def child_run(self, name: str, params: Any, metrics: Any) -> str:
+        self.children.append((name, dict(params), dict(metrics)))
+        return f"child{len(self.children)}"
+
+    def log_metrics(self, metrics: Any) -> None:
+        self.metrics.update(metrics)
+
+    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+        self.models[name] = model
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.artifacts.append((Path(path), artifact_path))
+
+    def set_tags(self, tags: Any) -> None:
+        pass
+
+    def log_dict(self, obj: Any, artifact_file: str) -> None:
+        pass
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        pass

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from mirror import require_mirror
 from projloss.sets import SETS, get_set
-
-DATASETS = Path("/work/shared/datasets")
 
 
 def require_sets(*names: str) -> None:
-    """Skip the test when a set it needs has not been merged into the registry yet."""
+    """Fail loudly when a set a test needs is missing from the registry."""
     missing = [n for n in names if n not in SETS]
     if missing:
-        pytest.skip(f"sets not registered yet: {missing}")
+        pytest.fail(f"sets missing from the registry: {missing}", pytrace=False)
 
 
 def make_set(name: str, **params):
@@ -28,9 +25,7 @@ def load_label_ranking(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Parse ``label_ranking/<name>.txt``: CSV header ``A1,...,Ad,ranking``, rankings like
     ``b>a>c`` (most preferred first). Returns X (n, d) and permutations y (n, k) with
     ``y[i, rank] = label`` (labels ``a, b, ... -> 0, 1, ...``)."""
-    path = DATASETS / "label_ranking" / f"{name}.txt"
-    if not path.exists():
-        pytest.skip(f"dataset mirror not available: {path}")
+    path = require_mirror() / "label_ranking" / f"{name}.txt"
     rows = path.read_text().strip().splitlines()[1:]
     X, y = [], []
     for row in rows:

@@ -166,13 +166,37 @@ def _extra_cases():
     w_ndcg = 1 / np.log2(np.arange(2, 6))
     rel = np.array(list(itertools.product(range(3), repeat=4)), dtype=float)
     return [
-        ("loss_matrix-simplex", LossMatrix(M), "simplex", {}, 4, np.arange(3), None,
-         class_from_onehot),
-        ("ndcg-permutahedron", NDCGLoss(), "permutahedron", {"w": w_ndcg}, 4, rel, None,
-         perm_from_weights),
-        ("p@2-permutahedron", PrecisionAtKLoss(2), "permutahedron",
-         {"w": np.array([1.0, 1.0, 0.0, 0.0])}, 4, subsets(4), None, perm_from_weights),
-    ]  # fmt: skip
+        (
+            "loss_matrix-simplex",
+            LossMatrix(M),
+            "simplex",
+            {},
+            4,
+            np.arange(3),
+            None,
+            class_from_onehot,
+        ),
+        (
+            "ndcg-permutahedron",
+            NDCGLoss(),
+            "permutahedron",
+            {"w": w_ndcg},
+            4,
+            rel,
+            None,
+            perm_from_weights,
+        ),
+        (
+            "p@2-permutahedron",
+            PrecisionAtKLoss(2),
+            "permutahedron",
+            {"w": np.array([1.0, 1.0, 0.0, 0.0])},
+            4,
+            subsets(4),
+            None,
+            perm_from_weights,
+        ),
+    ]
 
 
 ALL = CASES + _extra_cases()

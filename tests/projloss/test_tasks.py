@@ -61,24 +61,48 @@ def test_defaults():
 @pytest.mark.parametrize(
     ("args", "pattern"),
     [
-        (("label_ranking", "reals", "kl", "birkhoff"), r"'kl' geometry is not defined.*'reals'.*nonneg"),
-        (("label_ranking", "order_simplex"), r"does not contain the encoded labels.*valid projection sets are \['reals'"),
+        (
+            ("label_ranking", "reals", "kl", "birkhoff"),
+            r"'kl' geometry is not defined.*'reals'.*nonneg",
+        ),
+        (
+            ("label_ranking", "order_simplex"),
+            r"does not contain the encoded labels.*valid projection sets are \['reals'",
+        ),
         (("label_ranking", "reals"), r"cannot decode.*give a decoding set, one of \['birkhoff'"),
         (("label_ranking", "nonneg", "euclidean", "permutahedron"), None),
-        (("label_ranking", "permutahedron", "euclidean", "birkhoff"), r"'permutahedron' and the decoding set 'birkhoff' live in different spaces"),
-        (("label_ranking", "birkhoff", "euclidean", "order_simplex"), r"cannot produce outputs for the label_ranking task"),
-        (("label_ranking", "birkhoff", "euclidean", "cube", "hamming_ranking"), r"'hamming_ranking' does not decompose.*'cube'.*\['hamming'\]"),
-        (("label_ranking", "birkhoff", "euclidean", "birkhoff", "absolute"), r"does not decompose.*valid target losses are \['hamming', 'hamming_ranking'\]"),
-        (("ordinal", "unit_cube", "euclidean", "unit_cube"), r"decoding set 'unit_cube' cannot produce outputs for the ordinal task.*\['order_simplex'\]"),
+        (
+            ("label_ranking", "permutahedron", "euclidean", "birkhoff"),
+            r"'permutahedron' and the decoding set 'birkhoff' live in different spaces",
+        ),
+        (
+            ("label_ranking", "birkhoff", "euclidean", "order_simplex"),
+            r"cannot produce outputs for the label_ranking task",
+        ),
+        (
+            ("label_ranking", "birkhoff", "euclidean", "cube", "hamming_ranking"),
+            r"'hamming_ranking' does not decompose.*'cube'.*\['hamming'\]",
+        ),
+        (
+            ("label_ranking", "birkhoff", "euclidean", "birkhoff", "absolute"),
+            r"does not decompose.*valid target losses are \['hamming', 'hamming_ranking'\]",
+        ),
+        (
+            ("ordinal", "unit_cube", "euclidean", "unit_cube"),
+            r"decoding set 'unit_cube' cannot produce outputs for the ordinal task.*\['order_simplex'\]",
+        ),
         (("ordinal", "birkhoff"), r"does not contain the encoded labels of the ordinal task"),
         (("multilabel", "reals"), r"cannot decode.*\['unit_cube', 'knapsack'\]"),
         (("multilabel", "spam"), r"unknown projection set 'spam'"),
         (("multilabel", "unit_cube", "euclidean", "spam"), r"unknown decoding set 'spam'"),
-        (("multilabel", "unit_cube", "euclidean", "unit_cube", "spam"), r"unknown target loss 'spam'.*\['hamming'\]"),
+        (
+            ("multilabel", "unit_cube", "euclidean", "unit_cube", "spam"),
+            r"unknown target loss 'spam'.*\['hamming'\]",
+        ),
         (("multilabel", "unit_cube", "hellinger"), r"unknown geometry"),
         (("spam", "unit_cube"), r"unknown task 'spam'; valid tasks are"),
     ],
-)  # fmt: skip
+)
 def test_invalid_compositions_name_the_problem(args, pattern):
     if pattern is None:
         check_composition(*args)  # valid: R^k_+ contains the permuted (positive) weights

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import DATASETS, require_sets
+from helpers import require_sets
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
 
+from mirror import require_mirror
 from projloss.estimators import (
     MedianOrdinalRegressor,
     ProjectionOrdinalRegressor,
@@ -31,9 +32,13 @@ def _needs_order_simplex():
 
 @pytest.mark.parametrize(
     ("proj", "geometry"),
-    [(p, g) for p in ("order_simplex", "unit_cube", "reals", "nonneg") for g in ("euclidean", "kl")
-     if (p, g) != ("reals", "kl")],  # KL onto R^p is undefined
-)  # fmt: skip
+    [
+        (p, g)
+        for p in ("order_simplex", "unit_cube", "reals", "nonneg")
+        for g in ("euclidean", "kl")
+        if (p, g) != ("reals", "kl")
+    ],  # KL onto R^p is undefined
+)
 def test_projection_sets_and_decoding(proj, geometry):
     X, y = ordinal_data()
     m = ProjectionOrdinalRegressor(projection_set=proj, geometry=geometry, alpha=1e-3).fit(X, y)
@@ -100,9 +105,7 @@ def test_bad_input():
 @pytest.mark.slow
 def test_esl_split_0_order_simplex_beats_the_baselines():
     """Paper Table 4, ESL (split 0): median 1.12, ridge + round 0.34, order simplex 0.30."""
-    base = DATASETS / "ordinal" / "ESL"
-    if not base.exists():
-        pytest.skip("dataset mirror not available")
+    base = require_mirror() / "ordinal" / "ESL"
     train = np.loadtxt(base / "train_ESL.0")
     test = np.loadtxt(base / "test_ESL.0")
     scaler = StandardScaler().fit(train[:, :-1])

@@ -144,9 +144,15 @@ def test_one_projection_per_objective_evaluation():
             return super().project(theta, geometry)
 
     res = fit_projection_model(
-        X, Y.astype(float), Counting(), "euclidean", alpha=0.1, fit_intercept=True,
-        max_iter=100, tol=1e-6,
-    )  # fmt: skip
+        X,
+        Y.astype(float),
+        Counting(),
+        "euclidean",
+        alpha=0.1,
+        fit_intercept=True,
+        max_iter=100,
+        tol=1e-6,
+    )
     assert res.converged
     assert len(calls) == res.n_evals >= res.n_iter  # value and gradient share a projection
 

@@ -1,0 +1,76 @@
+"""Hydra callbacks of ``python -m pipeline.train --multirun`` (``hydra.callbacks``).
+
+:class:`SweepProgress` counts the jobs of a sweep and prints ``[job i/N] overrides`` as
+each starts (the progress over datasets and compositions; each job then prints its own
+bar over the lambda grid and a summary line). Before the first job it also creates the
+tracking store's schema once (several jobs of the joblib launcher would otherwise race
+to create a fresh SQLite store).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("pipeline.sweep")
+
+#: the number of jobs, passed to the job processes of parallel launchers
+JOBS_ENV = "PROJLOSS_SWEEP_JOBS"
+
+
+def count_jobs(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> int | None:
+    """The number of jobs of Hydra's basic sweeper: the product of the sweep lengths of
+    ``hydra.sweeper.params`` and the command-line overrides (the command line wins for a
+    key given in both); None when it cannot tell (e.g. a range or glob sweep)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    lengths: dict[str, int] = {}
+    try:
+        items = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+        for group in (items, list(overrides)):
+            for o in parser.parse_overrides(group):
+                lengths[o.get_key_element()] = (
+                    len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+                )
+    except Exception:  # a sweep we cannot count is still a valid sweep
+        return None
+    return math.prod(lengths.values()) if lengths else 1
+
+
+class SweepProgress(Callback):
+    """``[job i/N]`` lines for a sweep, and the tracking store created before the jobs."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        hydra_cfg = config.hydra
+        params = OmegaConf.to_container(hydra_cfg.sweeper.get("params") or {}, resolve=True)
+        n = count_jobs(params, list(hydra_cfg.overrides.task))
+        os.environ[JOBS_ENV] = "?" if n is None else str(n)
+        log.info("sweep: %s job(s) -> %s", os.environ[JOBS_ENV], hydra_cfg.sweep.dir)
+        tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
+        if tracking.get("enabled", True):
+            from .tracking import TrackingError, connection_uri, init_store, probe, resolve_uri
+
+            uri = resolve_uri(tracking.get("uri"))
+            try:
+                probe(uri, float(tracking.get("probe_timeout", 5.0)))
+            except TrackingError as exc:
+                log.error("error: %s", exc)
+                sys.exit(1)
+            os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+            init_store(connection_uri(uri))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode != RunMode.MULTIRUN:
+            return
+        job = config.hydra.job
+        overrides = " ".join(config.hydra.overrides.task)
+        log.info("[job %d/%s] %s", int(job.num) + 1, os.environ.get(JOBS_ENV, "?"), overrides)

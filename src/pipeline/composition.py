@@ -1,0 +1,307 @@
+"""A run's composition: validated from the config, turned into an estimator.
+
+A composition is set x geometry x decoder x task x dataset x model (the Hydra groups of
+``conf/``). :func:`validate` checks it before any work, with the pipeline's rules on top of
+:func:`projloss.tasks.check_composition` (which validates (projection set, geometry,
+decoding set, target loss) for a task):
+
+- the dataset's labels fit the task (label ranking, ordinal and multilabel datasets for
+  their tasks; multiclass runs on the ordinal datasets' classes, their order ignored);
+- ``decoder: same`` is the projection set when it can decode the task's outputs, else the
+  task's decoder (``task.decoder``; e.g. ``set=reals`` decodes with the Birkhoff polytope);
+- ``decoder: round`` (ridge regression + rounding) only with ``set=reals``, the Euclidean
+  geometry and the linear model, for the ordinal task (paper Table 4, "Round");
+- ``model: median`` (predict the training median; paper Table 4, "Baseline") only for the
+  ordinal task; it ignores the set, geometry and decoder.
+
+Each error is a :class:`CompositionError` (a ``ValueError``) naming the problem and the
+valid choices. :func:`make_estimator` builds the scikit-learn estimator of a composition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .settings import to_plain
+
+#: pipeline task -> the registry tasks of the datasets it can run on
+DATASET_TASKS: dict[str, tuple[str, ...]] = {
+    "label_ranking": ("label_ranking",),
+    "ordinal": ("ordinal",),
+    "multilabel": ("multilabel",),
+    "multiclass": ("ordinal",),
+}
+MODELS = ("linear", "poly", "median")
+GEOMETRIES = ("euclidean", "kl")
+BASELINE_DECODERS = ("same", "round")
+
+
+class CompositionError(ValueError):
+    """A composition that makes no sense; the message lists the valid choices."""
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A validated composition (names resolved, parameters kept).
+
+    ``kind`` is ``"projection"`` (a projection-loss estimator), ``"round"`` (ridge +
+    rounding) or ``"median"`` (training median).
+    """
+
+    task: str
+    dataset: str
+    set: str
+    geometry: str
+    decoder: str
+    model: str
+    kind: str
+    target_loss: str | None = None
+    set_params: dict[str, Any] = field(default_factory=dict)
+    decoder_params: dict[str, Any] = field(default_factory=dict)
+    model_params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_lambda(self) -> bool:
+        """Whether the estimator has a regularization ``alpha`` to tune (not the median)."""
+        return self.kind != "median"
+
+    @property
+    def label(self) -> str:
+        """A short human name, e.g. ``cube->birkhoff``, ``birkhoff->birkhoff kl poly3``."""
+        if self.kind == "median":
+            return "median"
+        if self.kind == "round":
+            return "ridge+round"
+        out = f"{self.set}->{self.decoder}"
+        if self.geometry != "euclidean":
+            out += f" {self.geometry}"
+        if self.model == "poly":
+            out += f" poly{self.model_params.get('degree', 2)}"
+        return out
+
+    def tags(self) -> dict[str, str]:
+        """The composition as MLflow tags."""
+        return {
+            "task": self.task,
+            "dataset": self.dataset,
+            "set": self.set,
+            "geometry": self.geometry,
+            "decoder": self.decoder,
+            "model": self.model,
+            "composition": self.label,
+        }
+
+
+def _node(cfg: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = cfg.get(key)
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+        raise CompositionError(
+            f"the config has no valid {key!r} group (a mapping with a 'name'); choose one "
+            f"with {key}=<option> (the options are the files of conf/{key}/)"
+        )
+    return dict(value)
+
+
+def _task_decoders(task: str) -> tuple[str, ...]:
+    from projloss.tasks import get_task
+
+    return get_task(task).decoders
+
+
+def validate(cfg: Mapping[str, Any]) -> Composition:
+    """Check a run config (a composed ``conf/config.yaml``) and resolve its composition."""
+    from projloss.tasks import TASKS, check_composition
+
+    cfg = to_plain(cfg)
+    task_node = _node(cfg, "task")
+    task = task_node["name"]
+    if task not in TASKS or task not in DATASET_TASKS:
+        raise CompositionError(f"unknown task {task!r}; valid tasks are {sorted(DATASET_TASKS)}")
+    dataset = _node(cfg, "dataset")
+    ds_task = dataset.get("task")
+    if ds_task not in DATASET_TASKS[task]:
+        valid = ", ".join(task_node.get("datasets") or []) or "none mirrored"
+        raise CompositionError(
+            f"dataset {dataset['name']!r} has {ds_task} labels, which the {task} task cannot "
+            f"use; valid datasets for {task} are {valid} (or any "
+            f"{'/'.join(DATASET_TASKS[task])} dataset of the registry)"
+        )
+    model_node = _node(cfg, "model")
+    model = model_node["name"]
+    if model not in MODELS:
+        raise CompositionError(f"unknown model {model!r}; valid models are {list(MODELS)}")
+    model_params = {k: v for k, v in model_node.items() if k != "name"}
+    geometry = _node(cfg, "geometry")["name"]
+    if geometry not in GEOMETRIES:
+        raise CompositionError(f"unknown geometry {geometry!r}; valid geometries: {GEOMETRIES}")
+    set_node = _node(cfg, "set")
+    dec_node = _node(cfg, "decoder")
+    set_name, decoder = set_node["name"], dec_node["name"]
+    set_params = dict(set_node.get("params") or {})
+    decoder_params = dict(dec_node.get("params") or {})
+    target_loss = task_node.get("target_loss")
+    common = {"task": task, "dataset": dataset["name"], "model_params": model_params}
+
+    if model == "median":
+        if task != "ordinal":
+            raise CompositionError(
+                f"model=median (the training-median baseline) is for the ordinal task only, "
+                f"not {task}; valid models for {task} are ['linear', 'poly']"
+            )
+        return Composition(
+            set="none", geometry="none", decoder="median", model=model, kind="median", **common
+        )
+    if decoder == "round":
+        problems = []
+        if task != "ordinal":
+            problems.append(f"task=ordinal (got {task})")
+        if set_name != "reals":
+            problems.append(f"set=reals (got {set_name})")
+        if geometry != "euclidean":
+            problems.append(f"geometry=euclidean (got {geometry})")
+        if model != "linear":
+            problems.append(f"model=linear (got {model})")
+        if problems:
+            valid = _task_decoders(task) if task in TASKS else ()
+            raise CompositionError(
+                "decoder=round (ridge regression rounded to the nearest class) needs "
+                + ", ".join(problems)
+                + f"; valid decoders for the {task} task are {['same', *valid]}"
+            )
+        return Composition(
+            set=set_name, geometry=geometry, decoder="round", model=model, kind="round", **common
+        )
+
+    decoders = _task_decoders(task)
+    if decoder == "same":
+        decoder = set_name if set_name in decoders else task_node.get("decoder")
+        if decoder is None:
+            raise CompositionError(
+                f"decoder=same: the set {set_name!r} cannot decode {task} outputs and the task "
+                f"config has no 'decoder'; give decoder=<one of {list(decoders)}>"
+            )
+    try:
+        comp = check_composition(task, set_name, geometry, decoder, target_loss)
+    except ValueError as exc:
+        raise CompositionError(
+            f"invalid composition (task={task}, set={set_name}, geometry={geometry}, "
+            f"decoder={dec_node['name']}): {exc}"
+        ) from None
+    if comp.projection_set == comp.decoding_set == "knapsack" and _knapsack(set_params) != (
+        _knapsack(decoder_params)
+    ):
+        raise CompositionError(
+            f"set=knapsack and decoder=knapsack must have the same bounds (the estimator takes "
+            f"one pair), got set.params={set_params} and decoder.params={decoder_params}"
+        )
+    if model == "poly":
+        degree = model_params.get("degree")
+        if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
+            raise CompositionError(f"model.degree must be an integer >= 1, got {degree!r}")
+    return Composition(
+        set=comp.projection_set,
+        geometry=comp.geometry,
+        decoder=comp.decoding_set,
+        model=model,
+        kind="projection",
+        target_loss=comp.target_loss,
+        set_params=set_params,
+        decoder_params=decoder_params,
+        **common,
+    )
+
+
+def _knapsack(params: Mapping[str, Any]) -> tuple[Any, Any]:
+    return params.get("lower", 0), params.get("upper", "auto")
+
+
+def _set_argument(name: str, params: Mapping[str, Any]) -> Any:
+    """The set by name when ``params`` are its defaults, else an instance.
+
+    By name the estimator fits with a warm-started copy of the set (the Birkhoff solver
+    reuses its previous dual variables across L-BFGS iterations), so the name is preferred.
+    """
+    from projloss.sets import get_set
+
+    if not params:
+        return name
+    built = get_set(name, **params)
+    return name if built.get_params() == get_set(name).get_params() else built
+
+
+def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bool = False) -> Any:
+    """A fresh (unfitted) scikit-learn estimator for ``comp`` with regularization ``alpha``."""
+    from projloss import estimators as E
+
+    if comp.kind == "median":
+        return E.MedianOrdinalRegressor()
+    mp = comp.model_params
+    if comp.kind == "round":
+        return E.RidgeRoundingOrdinalRegressor(
+            alpha=1.0 if alpha is None else float(alpha),
+            fit_intercept=bool(mp.get("fit_intercept", True)),
+        )
+    kwargs: dict[str, Any] = {
+        "geometry": comp.geometry,
+        "target_loss": comp.target_loss,
+        "alpha": 1.0 if alpha is None else float(alpha),
+        "fit_intercept": bool(mp.get("fit_intercept", True)),
+        "model": comp.model,
+        "max_iter": int(mp.get("max_iter", 500)),
+        "tol": float(mp.get("tol", 1e-5)),
+        "warm_start": bool(warm_start),
+    }
+    if comp.model == "poly":
+        kwargs["degree"] = int(mp.get("degree", 2))
+        kwargs["coef0"] = float(mp.get("coef0", 1.0))
+    set_params = dict(comp.set_params)
+    knapsack = None
+    if comp.set == "knapsack":
+        knapsack = _knapsack(set_params)
+        set_params = {}
+    elif comp.decoder == "knapsack":
+        knapsack = _knapsack(comp.decoder_params)
+    w = set_params.pop("w", None) if comp.set == "permutahedron" else None
+    projection = _set_argument(comp.set, set_params)
+    decoding = None if comp.decoder == comp.set else comp.decoder
+    if comp.task == "label_ranking":
+        return E.ProjectionLabelRanker(
+            projection_set=projection,
+            decoding_set=decoding,
+            w=None if w is None else np.asarray(w, dtype=np.float64),
+            **kwargs,
+        )
+    if comp.task == "ordinal":
+        return E.ProjectionOrdinalRegressor(
+            projection_set=projection, decoding_set=decoding, **kwargs
+        )
+    if comp.task == "multilabel":
+        lower, upper = knapsack if knapsack is not None else (0, "auto")
+        return E.ProjectionMultilabelClassifier(
+            projection_set=projection,
+            decoding_set=decoding,
+            knapsack_lower=int(lower),
+            knapsack_upper=upper,
+            **kwargs,
+        )
+    return E.ProjectionClassifier(projection_set=projection, decoding_set=decoding, **kwargs)
+
+
+def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
+    """The ascending regularization grid ``np.logspace(log10 low, log10 high, num)``."""
+    node = to_plain(cfg).get("lambdas")
+    if not isinstance(node, Mapping):
+        raise CompositionError("the config needs lambdas: {low: ..., high: ..., num: ...}")
+    low, high, num = node.get("low"), node.get("high"), node.get("num")
+    ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))
+    if not ok or not 0 < low <= high:
+        raise CompositionError(f"lambdas.low and .high must satisfy 0 < low <= high, got {node}")
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
+    if num == 1:
+        return np.array([float(low)])
+    return np.logspace(np.log10(low), np.log10(high), num)

@@ -1,0 +1,270 @@
+"""``python -m pipeline.stage <stage> [experiment]``: the commands of ``dvc.yaml``.
+
+Every setting comes from ``params.yaml`` (DVC's params file: the composition of
+``conf/config.yaml``, see :mod:`pipeline.params`), never from the command line, so that
+what DVC tracks is what runs::
+
+    python -m pipeline.stage fetch              # params: datasets -> data/raw/
+    python -m pipeline.stage preprocess         # params: datasets, data.* -> data/prepared/
+    python -m pipeline.stage tune t1-iris       # -> data/tuning/t1-iris.json
+    python -m pipeline.stage refit t1-iris      # -> models/t1-iris/<run>/
+    python -m pipeline.stage evaluate t1-iris   # -> metrics/t1-iris.json, data/eval/t1-iris/
+
+Each stage calls the same cores as ``python -m pipeline.train``
+(:mod:`pipeline.stages`). One process per stage and experiment runs all the experiment's
+compositions (a process costs seconds of imports). The MLflow parent run of a composition
+is created by ``tune`` and resumed by ``evaluate`` (its id is in the tuning JSON);
+``refit`` only fits and saves. Errors are one clear line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .paths import project_root
+
+log = logging.getLogger("pipeline.stage")
+
+#: where the stages write (relative to the project root; the same paths as dvc.yaml)
+RAW_DIR = Path("data/raw")
+PREPARED_DIR = Path("data/prepared")
+TUNING_DIR = Path("data/tuning")
+MODELS_DIR = Path("models")
+METRICS_DIR = Path("metrics")
+EVAL_DIR = Path("data/eval")
+STAGES = ("fetch", "preprocess", "tune", "refit", "evaluate")
+
+
+def _out(path: Path) -> Path:
+    return project_root() / path
+
+
+def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``data`` settings of params.yaml for a DVC stage: the data directories must be
+    the ones ``dvc.yaml`` declares as outputs; download bars only on a terminal."""
+    from .experiments import data_node
+    from .paths import resolve
+    from .settings import data_settings
+
+    data = data_node(params)
+    settings = data_settings(data)
+    for key, want in (("raw_dir", RAW_DIR), ("prepared_dir", PREPARED_DIR)):
+        if getattr(settings, key) != resolve(want):
+            from .composition import CompositionError
+
+            raise CompositionError(
+                f"data.{key}={data.get(key)!r}: in the DVC pipeline it must be {want} (the "
+                "output dvc.yaml declares); change it for pipeline.train runs only"
+            )
+    if not sys.stderr.isatty():
+        data["progress"] = False
+    return data
+
+
+def fetch(params: Mapping[str, Any]) -> None:
+    """Fetch the ``datasets`` selection (into ``data/raw``)."""
+    from .stages import fetch as core
+
+    core.run({"data": stage_data(params), "datasets": params.get("datasets", "mirrored")})
+
+
+def preprocess(params: Mapping[str, Any]) -> None:
+    """Prepare the ``datasets`` selection with the ``data`` settings, and each dataset's
+    default variant (the paper's protocol) too: ``data/prepared/<dataset>/`` is the DVC
+    dependency of the experiments on that dataset, whatever the settings."""
+    from .protocol import Variant
+    from .registry import select
+    from .settings import PROTOCOL_DEFAULTS, data_settings
+    from .stages import preprocess as core
+
+    data = stage_data(params)
+    selection = params.get("datasets", "mirrored")
+    cache = core.RawCache()
+    core.run({"data": data, "datasets": selection, "report": True}, cache=cache)
+    defaults = data_settings(data).replace(**PROTOCOL_DEFAULTS)
+    for spec in select(selection, defaults.dataset_dirs):
+        variant = Variant.of(spec, defaults)
+        if not core.is_current(defaults.prepared_dir / variant.dirname, variant, None):
+            core.prepare(spec, defaults, variant.split, cache)
+
+
+class _DataCache:
+    """Prepared datasets loaded once per process (runs of one experiment share one)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+
+    def get(self, cfg: Mapping[str, Any]) -> Any:
+        from .data import load_prepared
+
+        name = cfg["dataset"]["name"]
+        key = json.dumps([name, cfg.get("data")], sort_keys=True, default=str)
+        if key not in self._data:
+            try:
+                self._data[key] = load_prepared(name, cfg, prepare_missing=False)
+            except FileNotFoundError as exc:
+                from .errors import MissingRawDataError
+
+                raise MissingRawDataError(
+                    f"{exc}; in the DVC pipeline the preprocess stage prepares the datasets "
+                    "that params.yaml `datasets` selects: add it there (or run dvc repro)"
+                ) from None
+        return self._data[key]
+
+
+def _tracker(params: Mapping[str, Any], key: str) -> Any:
+    from .tracking import TrackingSettings, make_tracker
+
+    settings = TrackingSettings.from_config(params.get("tracking"))
+    if not settings.group:
+        import dataclasses
+
+        settings = dataclasses.replace(settings, group=key)
+    return make_tracker(settings)
+
+
+def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
+    tags = {**comp.tags(), "experiment": key, "run": rid, "entry_point": "dvc"}
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc_experiment"] = os.environ["DVC_EXP_NAME"]
+    return tags
+
+
+def tune(params: Mapping[str, Any], key: str) -> Path:
+    """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
+    from .composition import validate
+    from .experiments import compose_runs, get_experiment
+    from .fileio import write_json
+    from .stages import tune as core
+    from .tracking import run_params
+
+    stage_data(params)  # the data directories dvc.yaml declares
+    item = get_experiment(params, key)
+    runs = compose_runs(params, key)
+    comps = {rid: validate(cfg) for rid, cfg in runs.items()}  # all valid before any work
+    tracker = _tracker(params, key)
+    cache = _DataCache()
+    out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
+    for n, (rid, cfg) in enumerate(runs.items(), 1):
+        comp = comps[rid]
+        log.info("[%d/%d] tune %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
+        data = cache.get(cfg)
+        with tracker.parent_run(
+            task=comp.task,
+            name=f"{key}/{rid}",
+            tags=_run_tags(comp, key, rid),
+            params=run_params(cfg),
+        ) as run_id:
+            tracker.log_dict(cfg, "config.yaml")
+            tuned = core.run(cfg, data, tracker, composition=comp)
+        out["runs"][rid] = {"config": cfg, "run_id": run_id, "tune": tuned}
+    path = _out(TUNING_DIR / f"{key}.json")
+    write_json(path, out)
+    return path
+
+
+def _tuning(key: str) -> dict[str, Any]:
+    from .errors import DatasetError
+
+    path = _out(TUNING_DIR / f"{key}.json")
+    if not path.is_file():
+        raise DatasetError(f"no {path}: run the tune stage first (dvc repro tune@{key})")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def refit(params: Mapping[str, Any], key: str) -> Path:
+    """Refit every run of ``key`` on train + validation; write ``models/<key>/<run>/``."""
+    from .stages import refit as core
+
+    tuning = _tuning(key)
+    cache = _DataCache()
+    root = _out(MODELS_DIR / key)
+    for n, (rid, entry) in enumerate(tuning["runs"].items(), 1):
+        log.info("[%d/%d] refit %s/%s", n, len(tuning["runs"]), key, rid)
+        cfg = entry["config"]
+        refitted = core.run(cfg, cache.get(cfg), entry["tune"])
+        core.save(refitted, root / rid)
+    return root
+
+
+def evaluate(params: Mapping[str, Any], key: str) -> Path:
+    """Evaluate every run of ``key`` on test, log to its MLflow run; write
+    ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``."""
+    from .composition import validate
+    from .fileio import write_json
+    from .stages import evaluate as core
+    from .stages import refit as refit_core
+
+    tuning = _tuning(key)
+    tracker = _tracker(params, key)
+    cache = _DataCache()
+    metrics: dict[str, Any] = {}
+    for rid, entry in tuning["runs"].items():
+        start = time.perf_counter()
+        cfg = entry["config"]
+        comp = validate(cfg)
+        refitted = refit_core.load(_out(MODELS_DIR / key / rid))
+        with tracker.parent_run(
+            task=comp.task,
+            name=f"{key}/{rid}",
+            tags=_run_tags(comp, key, rid),
+            run_id=entry.get("run_id"),
+        ):
+            result = core.run(
+                cfg,
+                cache.get(cfg),
+                entry["tune"],
+                refitted,
+                tracker,
+                out_dir=_out(EVAL_DIR / key / rid),
+                composition=comp,
+            )
+        seconds = time.perf_counter() - start + float(entry["tune"].get("seconds", 0.0))
+        log.info("%s/%s: %s", key, rid, core.summary_line(comp, result, seconds))
+        metrics[rid] = {
+            "test": result["headline"],
+            "lambda": {k: v for k, v in result["lambda"].items() if v is not None},
+        }
+    path = _out(METRICS_DIR / f"{key}.json")
+    write_json(path, metrics)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.stage", description="Run one DVC stage from params.yaml."
+    )
+    parser.add_argument("stage", choices=STAGES)
+    parser.add_argument("experiment", nargs="?", help="experiment key (tune/refit/evaluate)")
+    parser.add_argument("--params", type=Path, default=None, help="default: <root>/params.yaml")
+    args = parser.parse_args(argv)
+    if args.stage in ("tune", "refit", "evaluate") and not args.experiment:
+        parser.error(f"the {args.stage} stage needs an experiment key")
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    from ._hydra import expected_errors
+    from .experiments import load_params
+
+    try:
+        params = load_params(args.params)
+        if args.stage == "fetch":
+            fetch(params)
+        elif args.stage == "preprocess":
+            preprocess(params)
+        else:
+            stage = {"tune": tune, "refit": refit, "evaluate": evaluate}[args.stage]
+            stage(params, args.experiment)
+    except expected_errors() as exc:
+        log.error("error: %s", exc)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

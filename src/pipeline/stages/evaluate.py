@@ -1,0 +1,164 @@
+"""Evaluate stage: test metrics of the refitted models, predictions, model and figures.
+
+For each metric ``s`` of ``task.select_by``, the model refitted with the lambda ``s`` chose
+is scored on the test split with every task metric: ``test.<m>.by_<s>``. The headline
+value of a metric (``test.<m>``, the paper's table cell) uses the lambda chosen by that
+metric when it is in ``select_by``, else by the first one.
+
+Logged to the parent run: the test metrics, the refit times, each distinct refitted
+estimator (``mlflow.sklearn.log_model``; ``model`` for the first selection metric's lambda,
+``model_<metric>`` for other lambdas), the test predictions (``predictions.npz``: the test
+rows' ids, ``y_true`` and ``y_pred.<metric>``) and the figures (``validation_curve.png``;
+for label ranking, ``soft_permutations.png``, the soft outputs ``project(X)`` of a few test
+samples, paper Figure 3). The same files are written to ``out_dir`` when given (the DVC
+stage's outputs), with ``results.json``: the test scores under every selection, the
+composition, the refit and tuning records (validation curves), for reports built from
+the DVC outputs alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..composition import Composition, validate
+from ..fileio import atomic_path, write_json
+from ..scoring import score, task_metrics
+from ..settings import to_plain
+from ..tracking import Tracker
+from .refit import Refitted
+
+PREDICTIONS = "predictions.npz"
+RESULTS = "results.json"
+
+
+def summary_line(comp: Composition, result: Mapping[str, Any], seconds: float) -> str:
+    """``dataset | task composition | lambda | test metrics | seconds`` on one line."""
+    lambdas = result["lambda"]
+    if all(v is None for v in lambdas.values()):
+        lam = "no lambda"
+    elif len(set(lambdas.values())) == 1:
+        lam = f"lambda={next(iter(lambdas.values())):.3g}"
+    else:
+        lam = "lambda " + ", ".join(f"{k}={v:.3g}" for k, v in lambdas.items())
+    test = " ".join(f"{k}={v:.2f}" for k, v in result["headline"].items())
+    return f"{comp.dataset} | {comp.task} {comp.label} | {lam} | test {test} | {seconds:.1f} s"
+
+
+def headline(test: Mapping[str, Mapping[str, float]], select_by: list[str]) -> dict[str, float]:
+    """``test.<m>``: metric ``m`` under its own lambda (or the first selection's)."""
+    first = test[select_by[0]]
+    return {m: (test[m][m] if m in test else v) for m, v in first.items()}
+
+
+def model_names(refitted: Refitted, select_by: list[str]) -> dict[int, str]:
+    """The MLflow model name of each distinct refitted estimator."""
+    names: dict[int, str] = {}
+    for s in select_by:
+        i = refitted.selection[s]
+        if i not in names:
+            names[i] = "model" if not names else f"model_{s}"
+    return names
+
+
+def run(
+    cfg: Mapping[str, Any],
+    data: Any,
+    tuned: Mapping[str, Any],
+    refitted: Refitted,
+    tracker: Tracker | None = None,
+    *,
+    out_dir: Path | None = None,
+    composition: Composition | None = None,
+) -> dict[str, Any]:
+    """Score ``refitted`` on ``data.test``, log it; return the JSON-able test results:
+    ``test`` (selection metric -> metric -> value), ``headline``, ``lambda`` (selection
+    metric -> lambda) and ``seconds``."""
+    start = time.perf_counter()
+    cfg = to_plain(cfg)
+    comp = composition or validate(cfg)
+    tracker = tracker or Tracker()
+    metrics, select_by = task_metrics(cfg["task"])
+    X, y = data.test
+    predictions = {i: model.predict(X) for i, model in refitted.models.items()}
+    scores = {i: score(metrics, y, p) for i, p in predictions.items()}
+    test = {s: scores[refitted.selection[s]] for s in select_by}
+    best = headline(test, select_by)
+    lambdas = {s: refitted.lambdas[refitted.selection[s]] for s in select_by}
+
+    logged: dict[str, float] = {f"test.{m}": v for m, v in best.items()}
+    for s, values in test.items():
+        logged.update({f"test.{m}.by_{s}": v for m, v in values.items()})
+    for i, fit in refitted.fits.items():
+        suffix = "" if i == refitted.selection[select_by[0]] else f".lambda_{i}"
+        logged[f"refit_seconds{suffix}"] = fit.get("fit_seconds", float("nan"))
+    tracker.log_metrics(logged)
+
+    result = {
+        "test": test,
+        "headline": best,
+        "lambda": lambdas,
+        "composition": comp.tags(),
+        "refit": {str(i): fit for i, fit in refitted.fits.items()},
+    }
+    settings = tracker.settings
+    with contextlib.ExitStack() as stack:
+        directory = out_dir
+        if directory is None and tracker.enabled:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="projloss-")))
+        if directory is not None:
+            directory = Path(directory)
+            directory.mkdir(parents=True, exist_ok=True)
+            pred_path = directory / PREDICTIONS
+            arrays = {"index": data.index["test"], "y_true": np.asarray(y)}
+            arrays.update({f"y_pred.{s}": predictions[refitted.selection[s]] for s in select_by})
+            with atomic_path(pred_path) as tmp, open(tmp, "wb") as f:
+                np.savez_compressed(f, **arrays)
+            tracker.log_artifact(pred_path)
+            if out_dir is not None:  # every number of the run, for reports built offline
+                write_json(directory / RESULTS, {**result, "tune": dict(tuned)})
+            if settings.figures:
+                n_heat = settings.heatmap_samples
+                for path in _figures(comp, data, tuned, refitted, select_by, directory, n_heat):
+                    tracker.log_artifact(path, "figures")
+        if tracker.enabled and settings.log_models:
+            example = X[:5]
+            for i, name in model_names(refitted, select_by).items():
+                tracker.log_model(refitted.models[i], name, X_example=example)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def _figures(
+    comp: Composition,
+    data: Any,
+    tuned: Mapping[str, Any],
+    refitted: Refitted,
+    select_by: list[str],
+    directory: Path,
+    n: int,
+) -> list[Path]:
+    from .. import figures
+
+    paths = []
+    title = f"{comp.dataset}: {comp.label}"
+    if comp.has_lambda and len(tuned["lambdas"]) > 1:
+        fig = figures.validation_curve(tuned, title)
+        paths.append(figures.save(fig, directory / "validation_curve.png"))
+    if comp.task == "label_ranking" and comp.kind == "projection" and n > 0:
+        X, y = data.test
+        U = refitted.model_for(select_by[0]).project(X[:n])
+        truth = None
+        if U.ndim == 3:  # permutation matrices [rank, label]; else permutahedron vectors
+            from projloss.target_losses import permutation_matrix
+
+            truth = permutation_matrix(np.asarray(y[:n]))
+        fig = figures.soft_permutations(U, truth, f"{title} (soft outputs)")
+        paths.append(figures.save(fig, directory / "soft_permutations.png"))
+    return paths

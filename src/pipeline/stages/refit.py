@@ -1,0 +1,106 @@
+"""Refit stage: fit on train + validation with each selected lambda.
+
+The protocol (paper Appendix B): once lambda is chosen on the validation split, the model
+is refitted on the whole training part (train + validation) and evaluated on test. Each
+distinct selected lambda is fitted once (metrics that chose the same lambda share the
+model). :func:`save` / :func:`load` store the estimators with joblib, each file written
+atomically, with an index ``refit.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..composition import Composition, make_estimator, validate
+from ..fileio import atomic_path, write_json
+from ..settings import to_plain
+from .tune import fit_quietly
+
+INDEX = "refit.json"
+
+
+@dataclass
+class Refitted:
+    """The refitted estimators: grid index -> estimator, and metric -> grid index."""
+
+    models: dict[int, Any]
+    selection: dict[str, int]
+    lambdas: dict[int, float | None]
+    fits: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def model_for(self, metric: str) -> Any:
+        return self.models[self.selection[metric]]
+
+
+def run(
+    cfg: Mapping[str, Any],
+    data: Any,
+    tuned: Mapping[str, Any],
+    *,
+    composition: Composition | None = None,
+) -> Refitted:
+    """Refit the composition of ``cfg`` on ``data.train_val`` for each lambda ``tuned``
+    selected (the result of :func:`pipeline.stages.tune.run`)."""
+    cfg = to_plain(cfg)
+    comp = composition or validate(cfg)
+    X, y = data.train_val
+    selection = {name: int(sel["index"]) for name, sel in tuned["selected"].items()}
+    models: dict[int, Any] = {}
+    lambdas: dict[int, float | None] = {}
+    fits: dict[int, dict[str, Any]] = {}
+    for index in dict.fromkeys(selection.values()):  # distinct, in select_by order
+        lam = tuned["lambdas"][index]
+        estimator = make_estimator(comp, alpha=lam)
+        seconds, converged = fit_quietly(estimator, X, y)
+        models[index], lambdas[index] = estimator, lam
+        fits[index] = {
+            "lambda": lam,
+            "fit_seconds": seconds,
+            "converged": converged,
+            "n_iter": getattr(estimator, "n_iter_", None),
+        }
+    return Refitted(models=models, selection=selection, lambdas=lambdas, fits=fits)
+
+
+def save(refitted: Refitted, directory: Path) -> list[Path]:
+    """Write each estimator to ``directory/lambda-<index>.joblib`` and the index."""
+    import joblib
+
+    directory = Path(directory)
+    paths = []
+    for index, model in refitted.models.items():
+        path = directory / f"lambda-{index:02d}.joblib"
+        with atomic_path(path) as tmp:
+            joblib.dump(model, tmp)
+        paths.append(path)
+    write_json(
+        directory / INDEX,
+        {
+            "selection": refitted.selection,
+            "models": {
+                str(i): {"file": f"lambda-{i:02d}.joblib", **refitted.fits.get(i, {})}
+                for i in refitted.models
+            },
+        },
+    )
+    return paths
+
+
+def load(directory: Path) -> Refitted:
+    """The estimators :func:`save` wrote to ``directory``."""
+    import joblib
+
+    directory = Path(directory)
+    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    models, lambdas, fits = {}, {}, {}
+    for key, entry in index["models"].items():
+        i = int(key)
+        models[i] = joblib.load(directory / entry["file"])
+        lambdas[i] = entry.get("lambda")
+        fits[i] = {k: v for k, v in entry.items() if k != "file"}
+    selection = {name: int(i) for name, i in index["selection"].items()}
+    return Refitted(models=models, selection=selection, lambdas=lambdas, fits=fits)

@@ -1,0 +1,145 @@
+"""Tune stage: fit the lambda grid on train, score on validation, choose lambda per metric.
+
+For one composition (a run config), every lambda of the grid (``lambdas``) is fitted on
+the training split and scored on the validation split with every metric of the task
+(``task.metrics``); lambda is then chosen separately for each metric of
+``task.select_by`` (paper §6 / Appendix B: "we select the best hyperparameter on the
+validation set"; an accuracy table and an F1 table may pick different lambdas). Ties go to
+the larger lambda.
+
+With ``warm_start: true`` the grid is fitted from the largest lambda to the smallest, each
+fit starting from the previous solution: the problems are strongly convex, so the optimum
+is the same, reached in fewer L-BFGS iterations. The baselines have no grid to warm-start
+(ridge is solved in closed form) or no lambda at all (the median: one fit).
+
+Each fit is one MLflow child run (validation metrics, fit seconds, L-BFGS iterations,
+convergence) under the composition's parent run; the parent gets the chosen lambdas
+(``lambda.<metric>``) and their validation values (``val.<metric>``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from sklearn.exceptions import ConvergenceWarning
+
+from ..composition import Composition, lambda_grid, make_estimator, validate
+from ..scoring import best_index, score, task_metrics
+from ..settings import to_plain
+from ..tracking import Tracker
+
+log = logging.getLogger(__name__)
+
+
+def fit_quietly(estimator: Any, X: Any, y: Any) -> tuple[float, bool]:
+    """Fit; return (seconds, converged). Convergence warnings are counted, not printed
+    (the stage reports them); other warnings pass through."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit(X, y)
+    seconds = time.perf_counter() - start
+    converged = True
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            converged = False
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return seconds, converged
+
+
+def _lambda_name(lam: float | None) -> str:
+    return "lambda=none" if lam is None else f"lambda={lam:.3g}"
+
+
+def run(
+    cfg: Mapping[str, Any],
+    data: Any,
+    tracker: Tracker | None = None,
+    *,
+    composition: Composition | None = None,
+) -> dict[str, Any]:
+    """Tune lambda for the composition of ``cfg`` on ``data`` (a ``PreparedData``).
+
+    Returns a JSON-able dict: ``lambdas`` (ascending; ``[None]`` for the median), the
+    validation ``metrics`` (name -> values aligned with ``lambdas``), ``fit_seconds``,
+    ``n_iter``, ``converged``, ``selected`` (metric -> ``{index, lambda, value}``),
+    ``select_by``, ``greater_is_better`` and ``seconds``.
+    """
+    cfg = to_plain(cfg)
+    comp = composition or validate(cfg)
+    tracker = tracker or Tracker()
+    metrics, select_by = task_metrics(cfg["task"])
+    (X, y), (X_val, y_val) = data.train, data.val
+    grid: list[float | None] = [float(v) for v in lambda_grid(cfg)] if comp.has_lambda else [None]
+    warm = bool(cfg.get("warm_start", True)) and comp.kind == "projection"
+    order = sorted(range(len(grid)), key=lambda i: -(grid[i] or 0.0)) if warm else range(len(grid))
+    estimator = make_estimator(comp, alpha=grid[-1], warm_start=warm)
+    n = len(grid)
+    values: dict[str, list[float]] = {m.name: [float("nan")] * n for m in metrics}
+    fit_seconds: list[float] = [0.0] * n
+    n_iter: list[int | None] = [None] * n
+    converged: list[bool] = [True] * n
+
+    start = time.perf_counter()
+    steps: Any = order
+    if cfg.get("progress", True) and n > 1:
+        from tqdm.auto import tqdm
+
+        # disable=None: no bar when stderr is not a terminal (logs of DVC or a cluster)
+        steps = tqdm(
+            order, desc=f"{comp.dataset} {comp.label}", unit="fit", leave=False, disable=None
+        )
+    for i in steps:
+        lam = grid[i]
+        if lam is not None:
+            estimator.set_params(alpha=lam)
+        fit_seconds[i], converged[i] = fit_quietly(estimator, X, y)
+        n_iter[i] = getattr(estimator, "n_iter_", None)
+        scores = score(metrics, y_val, estimator.predict(X_val))
+        for name, v in scores.items():
+            values[name][i] = v
+        child_metrics = {f"val.{k}": v for k, v in scores.items()}
+        child_metrics.update(fit_seconds=fit_seconds[i], converged=float(converged[i]))
+        if n_iter[i] is not None:
+            child_metrics["n_iter"] = float(n_iter[i])
+        tracker.child_run(_lambda_name(lam), {"lambda": lam}, child_metrics)
+
+    selected = {}
+    for name in select_by:
+        greater = next(m.greater_is_better for m in metrics if m.name == name)
+        i = best_index(grid, values[name], greater)
+        selected[name] = {"index": i, "lambda": grid[i], "value": values[name][i]}
+    n_bad = sum(not c for c in converged)
+    if n_bad:
+        log.warning(
+            "%s %s: %d of %d fits stopped before convergence (max_iter=%s)",
+            comp.dataset,
+            comp.label,
+            n_bad,
+            n,
+            comp.model_params.get("max_iter"),
+        )
+    summary: dict[str, float] = {}
+    for name, sel in selected.items():
+        summary[f"val.{name}"] = sel["value"]
+        if sel["lambda"] is not None:
+            summary[f"lambda.{name}"] = sel["lambda"]
+    summary["tune_seconds"] = time.perf_counter() - start
+    tracker.log_metrics(summary)
+    return {
+        "lambdas": grid,
+        "metrics": values,
+        "greater_is_better": {m.name: m.greater_is_better for m in metrics},
+        "select_by": select_by,
+        "selected": selected,
+        "fit_seconds": fit_seconds,
+        "n_iter": n_iter,
+        "converged": converged,
+        "warm_start": warm,
+        "seconds": summary["tune_seconds"],
+    }

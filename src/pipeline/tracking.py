@@ -1,0 +1,457 @@
+"""MLflow tracking of the runs: where, how, and a no-op stand-in.
+
+**Where.** The tracking URI is ``tracking.uri`` when set, else ``$MLFLOW_TRACKING_URI``,
+else the embedded SQLite store ``sqlite:///<project root>/mlflow.db``. Relative local
+paths (``sqlite:///mlflow.db``, ``file:mlruns``, a plain path) are made absolute against
+the project root, never the working directory (Hydra may change it). New experiments of a
+local store put their artifacts in ``tracking.artifacts``, by default ``mlartifacts/``
+beside the SQLite file (MLflow would otherwise use ``./mlruns`` in the cwd).
+
+**Layout.** One MLflow experiment per task (``projloss/<task>``); one parent run per
+composition and dataset, created by the tune stage and resumed by evaluate (or by one
+process, ``pipeline.train``); one nested child run per lambda of the grid.
+
+**Failures.** A tracking server (http/https URI) is probed once with a short timeout
+before any work, and an unreachable one stops the run with a :class:`TrackingError`
+naming the URI and the remedy, instead of MLflow's minutes of retries. Concurrent
+processes on one SQLite file (the joblib launcher) wait for each other's writes (the
+connection's busy ``timeout``), and the schema and the experiments are created once.
+
+Importing this module does not import MLflow: :func:`make_tracker` does, and only when
+tracking is enabled. MLflow's telemetry is off unless ``MLFLOW_DISABLE_TELEMETRY`` says
+otherwise (the pipeline runs offline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .paths import project_root, resolve
+from .settings import to_plain
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB = "mlflow.db"
+DEFAULT_ARTIFACTS = "mlartifacts"
+#: seconds a SQLite connection waits for another process's write lock
+SQLITE_TIMEOUT = 60
+#: MLflow parameter values longer than this are truncated (MLflow's limit is 6000)
+MAX_PARAM = 500
+#: parent-run tags copied to the child runs (so the UI can filter the children too)
+CHILD_TAGS = ("task", "dataset", "set", "geometry", "decoder", "model", "composition", "group")
+#: config keys that are not settings of a run (the DVC experiment list, registry files)
+PARAM_EXCLUDE = ("experiments", "hydra", "dataset.files", "dataset.paper")
+
+
+class TrackingError(RuntimeError):
+    """The tracking store cannot be used (e.g. the server is unreachable)."""
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The ``tracking`` node of the config (see ``conf/config.yaml``)."""
+
+    enabled: bool = True
+    uri: str | None = None
+    artifacts: str | None = None
+    experiment_prefix: str = "projloss"
+    log_models: bool = True
+    figures: bool = True
+    heatmap_samples: int = 3
+    probe_timeout: float = 5.0
+    group: str | None = None
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
+        plain = dict(to_plain(node) or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(plain) - known)
+        if unknown:
+            raise ValueError(f"unknown tracking setting(s) {unknown}; valid: {sorted(known)}")
+        return cls(**plain)
+
+
+def resolve_uri(uri: str | None = None) -> str:
+    """The tracking URI (see the module docstring), local paths made absolute."""
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or None
+    root = project_root()
+    if uri is None:
+        return f"sqlite:///{(root / DEFAULT_DB).as_posix()}"
+    if uri.startswith("sqlite:///"):
+        path, sep, query = uri[len("sqlite:///") :].partition("?")
+        if path in ("", ":memory:") or path.startswith("/"):
+            return uri
+        return f"sqlite:///{resolve(path, root).as_posix()}{sep}{query}"
+    if uri.startswith("file:"):
+        path = uri[len("file:") :]
+        return uri if path.startswith("/") else resolve(path, root).as_uri()
+    if "://" not in uri:  # a plain local path: MLflow's file store
+        return resolve(uri, root).as_uri()
+    return uri
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for other stores)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///") :].partition("?")[0]
+    return None if path in ("", ":memory:") else Path(path)
+
+
+def artifact_location(uri: str, artifacts: str | None = None) -> str | None:
+    """Artifact root for new experiments: ``artifacts`` (resolved), else ``mlartifacts/``
+    beside a SQLite file; None for other stores (the server or MLflow decides)."""
+    if artifacts:
+        return artifacts if "://" in artifacts else resolve(artifacts).as_uri()
+    db = sqlite_path(uri)
+    return (db.parent / DEFAULT_ARTIFACTS).as_uri() if db is not None else None
+
+
+def probe(uri: str, timeout: float) -> None:
+    """Fail fast with a clear :class:`TrackingError` when a tracking server is unreachable.
+
+    Any HTTP answer (even an error status) means a server is there; a refused or timed
+    out connection means none is.
+    """
+    if not uri.startswith(("http://", "https://")):
+        return
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            pass
+    except urllib.error.HTTPError:
+        return
+    except (TimeoutError, urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(
+            f"MLflow tracking server {uri} is unreachable ({reason}); start it (mlflow server "
+            "--host ... --port ...), fix tracking.uri / MLFLOW_TRACKING_URI, or unset both to "
+            f"use the local SQLite store {project_root() / DEFAULT_DB}"
+        ) from None
+
+
+def flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def run_params(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Every config value of a run as flat MLflow params (long values truncated)."""
+    out = {}
+    for key, value in flatten(to_plain(cfg)).items():
+        if any(key == p or key.startswith(p + ".") for p in PARAM_EXCLUDE):
+            continue
+        text = "null" if value is None else str(value)
+        out[key] = text if len(text) <= MAX_PARAM else text[: MAX_PARAM - 3] + "..."
+    return out
+
+
+class Tracker:
+    """The no-op tracker (``tracking.enabled: false``); :class:`MLflowTracker` logs."""
+
+    enabled = False
+    uri: str | None = None
+
+    def __init__(self, settings: TrackingSettings | None = None) -> None:
+        self.settings = settings or TrackingSettings(enabled=False)
+        self.run_id: str | None = None
+
+    @contextlib.contextmanager
+    def parent_run(
+        self,
+        *,
+        task: str,
+        name: str,
+        tags: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[str | None]:
+        """Start (or resume, given ``run_id``) the parent run of a composition."""
+        yield None
+
+    def child_run(
+        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
+    ) -> str | None:
+        """Record one nested run (one lambda) under the active parent run."""
+        return None
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        """Log numeric metrics to the active parent run (non-finite values skipped)."""
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        """Set tags of the active parent run."""
+
+    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+        """Log a fitted scikit-learn estimator (``mlflow.sklearn.log_model``)."""
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        """Log a matplotlib figure as an image artifact."""
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        """Log a local file as an artifact."""
+
+    def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
+        """Log a mapping as a JSON/YAML artifact."""
+
+
+class MLflowTracker(Tracker):
+    """Logs to MLflow (see the module docstring for the layout)."""
+
+    enabled = True
+
+    def __init__(self, settings: TrackingSettings) -> None:
+        super().__init__(settings)
+        self.uri = resolve_uri(settings.uri)
+        probe(self.uri, settings.probe_timeout)
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        # A server that dies mid-run: a few quick retries, not minutes of backoff.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        self._mlflow = mlflow
+        store_uri = connection_uri(self.uri)
+        init_store(store_uri)
+        mlflow.set_tracking_uri(store_uri)
+        self.client = MlflowClient(tracking_uri=store_uri)
+        self._experiments: dict[str, str] = {}
+        self._exp_id: str | None = None
+        self._child_tags: dict[str, str] = {}
+
+    def experiment_id(self, task: str) -> str:
+        """The id of ``<prefix>/<task>``, created (once, race-free) when missing."""
+        name = f"{self.settings.experiment_prefix}/{task}"
+        if name not in self._experiments:
+            self._experiments[name] = get_or_create_experiment(
+                self.client, name, artifact_location(self.uri, self.settings.artifacts)
+            )
+        return self._experiments[name]
+
+    @contextlib.contextmanager
+    def parent_run(
+        self,
+        *,
+        task: str,
+        name: str,
+        tags: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[str | None]:
+        mlflow = self._mlflow
+        exp_id = self.experiment_id(task)
+        if run_id is not None:
+            try:
+                self.client.get_run(run_id)
+            except Exception:  # MlflowException or a store error
+                log.warning("MLflow run %s not found in %s: logging to a new run", run_id, self.uri)
+                run_id = None
+        all_tags = dict(tags or {})
+        if self.settings.group:
+            all_tags.setdefault("group", self.settings.group)
+        if run_id is None:
+            run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags)
+            if params:
+                mlflow.log_params(dict(params))
+        else:
+            run = mlflow.start_run(run_id=run_id)
+            if all_tags:
+                mlflow.set_tags(all_tags)
+            all_tags = {**run.data.tags, **all_tags}
+        self.run_id = run.info.run_id
+        self._exp_id = exp_id
+        self._child_tags = {k: str(v) for k, v in all_tags.items() if k in CHILD_TAGS}
+        try:
+            with run:  # ends the run: FINISHED, or FAILED on an exception
+                yield self.run_id
+        finally:
+            self.run_id = None
+
+    def child_run(
+        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
+    ) -> str | None:
+        from mlflow.entities import Metric, Param
+
+        if self.run_id is None or self._exp_id is None:
+            raise TrackingError("child_run needs an active parent run")
+        child = self.client.create_run(
+            self._exp_id,
+            run_name=name,
+            tags={"mlflow.parentRunId": self.run_id, **self._child_tags},
+        )
+        ts = child.info.start_time
+        self.client.log_batch(
+            child.info.run_id,
+            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items() if _finite(v)],
+            params=[Param(k, str(v)) for k, v in params.items()],
+        )
+        self.client.set_terminated(child.info.run_id)
+        return child.info.run_id
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if _finite(v)}
+        if clean:
+            self._mlflow.log_metrics(clean)
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        self._mlflow.set_tags(dict(tags))
+
+    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+        import mlflow.sklearn
+
+        signature = None
+        if X_example is not None:
+            try:
+                from mlflow.models import infer_signature
+
+                signature = infer_signature(X_example, model.predict(X_example))
+            except Exception as exc:  # a signature is a nicety
+                log.debug("no model signature: %s", exc)
+        # Explicit requirements: MLflow's inference would re-import the model in a
+        # subprocess (seconds per model).
+        mlflow.sklearn.log_model(
+            model,
+            name=name,
+            signature=signature,
+            pip_requirements=_requirements(),
+            skops_trusted_types=trusted_types(model),
+        )
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        self._mlflow.log_figure(figure, artifact_file)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self._mlflow.log_artifact(str(path), artifact_path)
+
+    def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
+        self._mlflow.log_dict(dict(obj), artifact_file)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def trusted_types(model: Any) -> list[str]:
+    """The types of ``model`` that skops (MLflow's default sklearn serialization) does not
+    trust by default and that this project defines (``projloss.*``): our estimators, sets
+    and target losses. Anything else stays untrusted, so logging fails loudly on it."""
+    import skops.io
+
+    untrusted = skops.io.get_untrusted_types(data=skops.io.dumps(model))
+    return [t for t in untrusted if t.startswith("projloss.")]
+
+
+def _requirements() -> list[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    reqs = []
+    for pkg in ("projloss", "numpy", "scipy", "scikit-learn"):
+        try:
+            reqs.append(f"{pkg}=={version(pkg)}")
+        except PackageNotFoundError:
+            reqs.append(pkg)
+    return reqs
+
+
+def connection_uri(uri: str) -> str:
+    """A SQLite URI with a busy timeout, so parallel jobs wait instead of failing with
+    "database is locked"; other URIs unchanged."""
+    if sqlite_path(uri) is not None and "timeout=" not in uri:
+        return uri + ("&" if "?" in uri else "?") + f"timeout={SQLITE_TIMEOUT}"
+    return uri
+
+
+def get_or_create_experiment(client: Any, name: str, artifact_location: str | None) -> str:
+    """The experiment's id; created if missing (another process may create it first)."""
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location)
+    except Exception:  # created concurrently: RESOURCE_ALREADY_EXISTS
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+_WAL_HOOKED = False
+
+
+def _sqlite_wal() -> None:
+    """Open every SQLite connection of this process in WAL mode with ``synchronous=NORMAL``.
+
+    A run logs a few hundred small transactions (a child run per lambda is three); in the
+    default rollback-journal mode each commit syncs the file twice, which made logging
+    cost more than fitting on small datasets. WAL commits append to a log (readers and
+    one writer no longer block each other, which also helps parallel jobs), and NORMAL
+    syncs at checkpoints only: a power cut may lose the last commits, never corrupt the
+    store. WAL needs a local file system (a cluster uses a tracking server instead)."""
+    global _WAL_HOOKED
+    if _WAL_HOOKED:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        if type(dbapi_connection).__module__.startswith(("sqlite3", "pysqlite")):
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+    _WAL_HOOKED = True
+
+
+def init_store(uri: str) -> None:
+    """Create (or migrate) a SQLite store's schema once, under an exclusive file lock,
+    so that parallel first runs do not race on it. Other stores need nothing."""
+    db = sqlite_path(uri)
+    if db is None:
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    _sqlite_wal()
+    from mlflow.tracking import MlflowClient
+
+    with _file_lock(db.with_name(db.name + ".lock")):
+        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (one process at a time is fine)
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def make_tracker(node: Mapping[str, Any] | TrackingSettings | None) -> Tracker:
+    """The tracker the ``tracking`` config asks for (probing a server first)."""
+    settings = node if isinstance(node, TrackingSettings) else TrackingSettings.from_config(node)
+    if not settings.enabled:
+        return Tracker(settings)
+    return MLflowTracker(settings)

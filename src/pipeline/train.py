@@ -1,0 +1,90 @@
+"""``python -m pipeline.train [group=option ...] [--multirun]``: one composition end to end.
+
+Composes ``conf/config.yaml`` (set, geometry, decoder, model, task, dataset and the
+global settings), then: validate the composition (before any work) -> load the prepared
+dataset (fetching and preprocessing it when missing) -> tune lambda on validation ->
+refit on train + validation -> evaluate on test, all logged to one MLflow parent run; a
+progress bar over the lambda grid and one summary line at the end::
+
+    python -m pipeline.train                                  # birkhoff on iris
+    python -m pipeline.train task=multilabel set=unit_cube dataset=scene
+    python -m pipeline.train set=knapsack task=multilabel --multirun    # every dataset
+    python -m pipeline.train task=ordinal set=reals,order_simplex --multirun \\
+        hydra/launcher=joblib                                 # jobs in parallel
+
+``--multirun`` sweeps the task's datasets unless the command line names some
+(``hydra.sweeper.params`` in ``conf/config.yaml``); the runs of one sweep share a
+``group`` tag (the sweep directory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from ._hydra import config_path, run_or_exit
+from .composition import validate
+from .settings import to_plain
+
+log = logging.getLogger("pipeline.train")
+
+
+def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
+    """Run one composition (a composed config, plain or DictConfig); return the test
+    results of :func:`pipeline.stages.evaluate.run` plus ``tune`` (the validation curves),
+    ``refitted`` (the estimators), ``run_id`` (MLflow) and ``composition``."""
+    from .data import load_prepared
+    from .stages import evaluate, refit, tune
+    from .stages.evaluate import summary_line
+    from .tracking import TrackingSettings, make_tracker, run_params
+
+    start = time.perf_counter()
+    plain = to_plain(cfg)
+    plain.pop("experiments", None)
+    comp = validate(plain)  # before any work: a bad composition costs nothing
+    settings = TrackingSettings.from_config(plain.get("tracking"))
+    if group and not settings.group:
+        settings = dataclasses.replace(settings, group=group)
+    tracker = make_tracker(settings)  # probes a tracking server
+    data = load_prepared(comp.dataset, plain)
+    with tracker.parent_run(
+        task=comp.task,
+        name=f"{comp.label} @ {comp.dataset}",
+        tags={**comp.tags(), "entry_point": "pipeline.train"},
+        params=run_params(plain),
+    ) as run_id:
+        tracker.log_dict(plain, "config.yaml")
+        tuned = tune.run(plain, data, tracker, composition=comp)
+        refitted = refit.run(plain, data, tuned, composition=comp)
+        result = evaluate.run(plain, data, tuned, refitted, tracker, composition=comp)
+        seconds = time.perf_counter() - start
+        tracker.log_metrics({"total_seconds": seconds})
+    log.info("%s", summary_line(comp, result, seconds))
+    return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
+
+
+def _sweep_group() -> str | None:
+    """The sweep directory of a ``--multirun`` job (its runs' group tag), else None."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return None
+    hc = HydraConfig.get()
+    return str(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
+
+
+@hydra.main(config_path=config_path(), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Train, tune and evaluate one composition."""
+    run_or_exit(lambda c: run(c, group=_sweep_group()), cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Tune stage: the lambda grid on train, validation scores, the choice per metric."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from pipeline.composition import make_estimator, validate
+from pipeline.data import load_prepared
+from pipeline.scoring import task_metrics
+from pipeline.stages import tune
+
+from ..conftest import RecordingTracker, run_config
+
+
+def test_curves_and_selection(prepared) -> None:
+    """Every validation value equals an independent cold fit at that lambda; lambda is
+    the best one (ties: the larger); one child run per lambda."""
+    cfg = run_config(
+        prepared, ["task=label_ranking", "set=cube", "decoder=birkhoff", "lambdas.num=4"]
+    )
+    data = load_prepared("iris", cfg)
+    tracker = RecordingTracker()
+    out = tune.run(cfg, data, tracker)
+    np.testing.assert_allclose(out["lambdas"], np.logspace(-4, 4, 4))
+    comp = validate(cfg)
+    (metric,), _ = task_metrics(cfg["task"])
+    (X, y), (Xv, yv) = data.train, data.val
+    expected = []
+    for lam in out["lambdas"]:
+        est = make_estimator(comp, alpha=lam).fit(X, y)
+        expected.append(metric(yv, est.predict(Xv)))
+    np.testing.assert_allclose(out["metrics"]["hamming"], expected, atol=1e-12)
+    best = min(expected)
+    want = max(i for i, v in enumerate(expected) if v == best)
+    assert out["selected"]["hamming"] == {
+        "index": want,
+        "lambda": out["lambdas"][want],
+        "value": expected[want],
+    }
+    assert out["warm_start"] is True
+    assert [c[0] for c in tracker.children] == [f"lambda={v:.3g}" for v in out["lambdas"][::-1]]
+    for _, params, metrics in tracker.children:
+        assert set(metrics) == {"val.hamming", "fit_seconds", "converged", "n_iter"}
+        assert params["lambda"] in out["lambdas"]
+    assert tracker.metrics["lambda.hamming"] == out["selected"]["hamming"]["lambda"]
+    assert tracker.metrics["val.hamming"] == out["selected"]["hamming"]["value"]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "overrides"),
+    [("iris", ["task=label_ranking"]), ("ERA", ["task=ordinal", "set=unit_cube"])],
+)
+def test_warm_start_gives_the_cold_results(prepared, dataset: str, overrides: list) -> None:
+    cfg = run_config(prepared, [*overrides, f"dataset={dataset}", "lambdas.num=5"])
+    data = load_prepared(dataset, cfg)
+    warm = tune.run({**cfg, "warm_start": True}, data)
+    cold = tune.run({**cfg, "warm_start": False}, data)
+    assert warm["warm_start"] and not cold["warm_start"]
+    assert warm["metrics"] == cold["metrics"]
+    assert warm["selected"] == cold["selected"]
+
+
+def test_per_metric_selection(prepared) -> None:
+    cfg = run_config(
+        prepared, ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
+    )
+    out = tune.run(cfg, load_prepared("emotions", cfg))
+    assert out["select_by"] == ["accuracy", "f1_micro", "f1_macro", "f1_samples"]
+    for name, sel in out["selected"].items():
+        assert sel["value"] == max(out["metrics"][name])
+        assert out["greater_is_better"][name]
+
+
+def test_baselines(prepared) -> None:
+    cfg = run_config(prepared, ["task=ordinal", "model=median", "lambdas.num=3"])
+    out = tune.run(cfg, load_prepared("ERA", cfg))
+    assert out["lambdas"] == [None] and out["selected"]["mae"]["lambda"] is None
+    assert out["n_iter"] == [None]
+    cfg = run_config(prepared, ["task=ordinal", "set=reals", "decoder=round", "lambdas.num=3"])
+    out = tune.run(cfg, load_prepared("ERA", cfg))
+    assert len(out["lambdas"]) == 3 and out["warm_start"] is False
+
+
+def test_non_convergence_is_counted_not_printed(prepared, caplog) -> None:
+    cfg = run_config(prepared, ["task=label_ranking", "lambdas.num=2", "model.max_iter=1"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = tune.run(cfg, load_prepared("iris", cfg))
+    assert out["converged"] == [False, False]
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert "2 of 2 fits stopped before convergence" in caplog.text

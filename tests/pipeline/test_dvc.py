@@ -1,0 +1,134 @@
+"""``dvc repro`` on a tiny experiment list in a temporary copy of the repository.
+
+One test (the steps depend on each other, and DVC runs are the slow part): the first
+``dvc repro`` runs all five stages, the second does nothing, and a change of one
+experiment's params re-runs only that experiment's stages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.params import compose_params
+
+from .conftest import ROOT
+
+#: what a fresh clone holds that the pipeline needs (data, models, stores excluded)
+COPY = [
+    "pyproject.toml",
+    "dvc.yaml",
+    ".dvcignore",
+    ".dvc/config",
+    ".dvc/.gitignore",
+    "conf",
+    "src",
+    "reports",
+]
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{args}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _ran(output: str) -> set[str]:
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+@pytest.fixture
+def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for item in COPY:
+        src, dst = ROOT / item, root / item
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dst)
+    monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)
+    overrides = [
+        "experiments=smoke",
+        "datasets=[iris]",
+        "lambdas.num=2",
+        f"data.mirror={mirror}",
+        "tracking.log_models=false",
+        "tracking.figures=false",
+    ]
+    (root / "params.yaml").write_text(compose_params(overrides), encoding="utf-8")
+    return root
+
+
+@pytest.mark.slow
+def test_dvc_repro(repo: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PROJLOSS_"))}
+    env.update(
+        PATH=bindir + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=str(repo / "src"),
+        DVC_NO_ANALYTICS="1",
+        MLFLOW_DISABLE_TELEMETRY="true",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
+    dvc = [str(Path(bindir) / "dvc")]
+    _run(["git", "init", "-q"], repo, env)
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "init"], repo, env)
+
+    # 1. every stage runs
+    first = _run([*dvc, "repro"], repo, env).stdout
+    experiments = ("smoke-cube", "smoke-birkhoff")
+    stages = {"fetch", "preprocess"} | {
+        f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
+    }
+    assert _ran(first) == stages
+    assert (repo / "data/raw/iris/iris.txt").is_file()
+    assert (repo / "data/prepared/iris/stats.json").is_file()
+    for key, run in (("smoke-cube", "cube-cube"), ("smoke-birkhoff", "birkhoff-birkhoff")):
+        tuning = json.loads((repo / f"data/tuning/{key}.json").read_text())
+        assert list(tuning["runs"]) == [run]
+        assert (repo / f"models/{key}/{run}/refit.json").is_file()
+        assert (repo / f"data/eval/{key}/{run}/predictions.npz").is_file()
+        assert (repo / f"data/eval/{key}/{run}/results.json").is_file()
+        metrics = json.loads((repo / f"metrics/{key}.json").read_text())
+        assert set(metrics[run]["test"]) == {"hamming"}
+        # one MLflow parent run per composition across tune and evaluate
+        client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+        parent = client.get_run(tuning["runs"][run]["run_id"])
+        assert {"val.hamming", "lambda.hamming", "test.hamming"} <= set(parent.data.metrics)
+        assert parent.data.metrics["test.hamming"] == pytest.approx(metrics[run]["test"]["hamming"])
+        assert parent.data.tags["group"] == key and parent.info.status == "FINISHED"
+    assert (repo / "mlartifacts").is_dir()
+
+    # 2. nothing changed: nothing runs
+    second = _run([*dvc, "repro"], repo, env).stdout
+    assert _ran(second) == set() and "Data and pipelines are up to date" in second
+    shown = json.loads(_run([*dvc, "metrics", "show", "--json"], repo, env).stdout)
+    assert "metrics/smoke-cube.json" in json.dumps(shown)
+
+    # 3. one experiment's params change: only its stages run again
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "repro"], repo, env)
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["experiments"]["smoke-cube"]["runs"]["cube-cube"].append("lambdas.num=3")
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    diff = _run([*dvc, "params", "diff"], repo, env).stdout
+    assert "experiments.smoke-cube" in diff
+    third = _run([*dvc, "repro"], repo, env).stdout
+    assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube"}
+    tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
+    assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3

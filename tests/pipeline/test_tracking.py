@@ -1,0 +1,143 @@
+"""Tracking: URIs, the fast failure on an unreachable server, MLflow parent/child runs."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.tracking import (
+    MLflowTracker,
+    Tracker,
+    TrackingError,
+    TrackingSettings,
+    artifact_location,
+    make_tracker,
+    probe,
+    resolve_uri,
+    run_params,
+)
+
+from .conftest import ROOT
+
+
+def closed_port() -> int:
+    """A local TCP port nobody listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_uris(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert resolve_uri(None) == f"sqlite:///{ROOT / 'mlflow.db'}"
+    assert resolve_uri("sqlite:///runs/m.db") == f"sqlite:///{ROOT / 'runs' / 'm.db'}"
+    assert resolve_uri("sqlite:////abs/m.db?timeout=3") == "sqlite:////abs/m.db?timeout=3"
+    assert resolve_uri("mlruns") == (ROOT / "mlruns").as_uri()
+    assert resolve_uri("file:mlruns") == (ROOT / "mlruns").as_uri()
+    assert resolve_uri("http://host:5000") == "http://host:5000"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking:5000")
+    assert resolve_uri(None) == "http://tracking:5000"
+    assert resolve_uri("sqlite:////x.db") == "sqlite:////x.db"  # the config wins
+    assert artifact_location("sqlite:////data/m.db") == "file:///data/mlartifacts"
+    assert artifact_location("http://h:5000") is None
+    assert artifact_location("http://h:5000", "s3://bucket/a") == "s3://bucket/a"
+    assert artifact_location("sqlite:////d/m.db", "arts") == (ROOT / "arts").as_uri()
+
+
+def test_unreachable_server_fails_fast() -> None:
+    uri = f"http://127.0.0.1:{closed_port()}"
+    start = time.perf_counter()
+    with pytest.raises(TrackingError, match=r"unreachable.*unset both to use the local SQLite"):
+        make_tracker({"uri": uri, "probe_timeout": 2.0})
+    assert time.perf_counter() - start < 5
+    with pytest.raises(TrackingError, match=uri):
+        probe(uri, 1.0)
+
+
+def test_any_http_answer_means_reachable() -> None:
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        probe(f"http://127.0.0.1:{server.server_address[1]}", 2.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    probe("sqlite:////nowhere/m.db", 0.1)  # local stores are not probed
+
+
+def test_disabled_tracking_is_a_no_op() -> None:
+    tracker = make_tracker({"enabled": False})
+    assert type(tracker) is Tracker and not tracker.enabled
+    with tracker.parent_run(task="ordinal", name="x") as run_id:
+        assert run_id is None
+        assert tracker.child_run("c", {"lambda": 1}, {"m": 1.0}) is None
+    with pytest.raises(ValueError, match="unknown tracking setting"):
+        TrackingSettings.from_config({"urii": "x"})
+
+
+def test_run_params() -> None:
+    cfg = {
+        "set": {"name": "knapsack", "params": {"lower": 0, "upper": "auto"}},
+        "dataset": {"name": "birds", "files": [{"name": "a"}], "paper": {"train": 1}},
+        "experiments": {"x": {}},
+        "task": {"datasets": ["a", "b"], "target_loss": None},
+        "long": "x" * 1000,
+    }
+    params = run_params(cfg)
+    assert params["set.name"] == "knapsack" and params["set.params.upper"] == "auto"
+    assert params["task.datasets"] == "['a', 'b']" and params["task.target_loss"] == "null"
+    assert params["dataset.name"] == "birds"
+    assert not [k for k in params if k.startswith(("experiments", "dataset.files", "dataset.p"))]
+    assert len(params["long"]) == 500 and params["long"].endswith("...")
+
+
+def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog) -> None:
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, group="g1"))
+    with tracker.parent_run(
+        task="ordinal", name="p", tags={"set": "reals"}, params={"a.b": "1"}
+    ) as run_id:
+        child = tracker.child_run(
+            "lambda=1", {"lambda": 1.0}, {"val.mae": 0.5, "bad": float("nan")}
+        )
+        tracker.log_metrics({"val.mae": 0.5})
+    with tracker.parent_run(task="ordinal", name="p", run_id=run_id) as resumed:
+        assert resumed == run_id
+        tracker.log_metrics({"test.mae": 0.25})
+    client = MlflowClient(uri)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics == {"val.mae": 0.5, "test.mae": 0.25}
+    assert run.data.params == {"a.b": "1"}
+    assert run.data.tags["group"] == "g1" and run.data.tags["set"] == "reals"
+    kid = client.get_run(child)
+    assert kid.data.tags["mlflow.parentRunId"] == run_id
+    assert kid.data.tags["set"] == "reals"  # composition tags reach the children
+    assert kid.data.metrics == {"val.mae": 0.5} and kid.data.params == {"lambda": "1.0"}
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.name == "projloss/ordinal"
+    assert exp.artifact_location == (tmp_path / "mlartifacts").as_uri()
+    with (
+        caplog.at_level(logging.WARNING),
+        tracker.parent_run(task="ordinal", name="q", run_id="0" * 32) as other,
+    ):
+        assert other != run_id
+    assert "not found" in caplog.text
+    assert mlflow.active_run() is None
