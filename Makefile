@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro params test lint venv clean-venv
+.PHONY: repro params test lint bench venv clean-venv
 
 venv: $(STAMP)
 
@@ -29,6 +29,11 @@ repro: $(STAMP)
 # Regenerate params.yaml (DVC's params) from conf/ after changing a config file.
 params: $(STAMP)
 	$(BIN)/python -m pipeline.params
+
+# On demand, not in CI: the benchmark suite (5-10 min) -> benchmarks/RESULTS.md.
+# Extra options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--quick".
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -58,6 +58,12 @@ def test_euclidean_weighted_and_leading_axes():
     np.testing.assert_allclose(isotonic_regression(y, w), sk_rows(y, w), atol=1e-12)
     w1 = rng.uniform(0.1, 10.0, size=9)  # broadcast weights
     np.testing.assert_allclose(isotonic_regression(y, w1), sk_rows(y, w1), atol=1e-12)
+    # weights shared along some axes only, or one weight per row
+    for shape in [(1, 9), (4, 1, 9), (1, 5, 9), (4, 5, 1), (1, 1)]:
+        ws = rng.uniform(0.1, 10.0, size=shape)
+        np.testing.assert_allclose(
+            isotonic_regression(y, ws), sk_rows(y, np.broadcast_to(ws, y.shape)), atol=1e-12
+        )
 
 
 def test_euclidean_degenerate_sizes():

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from .._numba import kernel
 from .simplex import project_simplex
 
 Array = NDArray[np.float64]
@@ -102,13 +103,37 @@ def _hessian_euclidean(p: Array) -> Array:
     return H
 
 
+@kernel
+def _softmax_columns(thetaT, alpha, P, G):
+    # P[n, j] = softmax(thetaT[n, j] + alpha[n]), G[n] = sum_j LSE(...) - sum(alpha[n]):
+    # one pass per column instead of five whole-batch temporaries.
+    n, kk, k = thetaT.shape
+    for a in range(n):
+        g = 0.0
+        for i in range(k):
+            g -= alpha[a, i]
+        for j in range(kk):
+            m = -np.inf
+            for i in range(k):
+                v = thetaT[a, j, i] + alpha[a, i]
+                P[a, j, i] = v
+                m = max(m, v)
+            s = 0.0
+            for i in range(k):
+                e = np.exp(P[a, j, i] - m)
+                P[a, j, i] = e
+                s += e
+            for i in range(k):
+                P[a, j, i] /= s
+            g += m + np.log(s)
+        G[a] = g
+
+
 def _oracle_kl(thetaT: Array, alpha: Array) -> tuple[Array, Array]:
-    x = thetaT + alpha[:, None, :]
-    m = x.max(axis=2, keepdims=True)
-    e = np.exp(x - m)
-    s = e.sum(axis=2, keepdims=True)
-    G = np.sum(m + np.log(s), axis=(1, 2)) - alpha.sum(axis=1)
-    return G, e / s
+    P = np.empty(thetaT.shape)
+    G = np.empty(len(thetaT))
+    _softmax_columns(np.ascontiguousarray(thetaT), np.ascontiguousarray(alpha), P, G)
+    return G, P
 
 
 def _hessian_kl(p: Array) -> Array:

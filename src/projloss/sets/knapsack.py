@@ -19,15 +19,16 @@ Projections (Proposition 3): let :math:`\nu` be the projection of
   (:func:`project_capped_simplex`, :math:`O(k\log k)`);
 - KL: the constrained softmax of Martins & Kreutzer (2017, "Learning what's easy: fully
   differentiable neural easy-first taggers"),
-  :math:`\mu_i = \min(1, e^{\theta_i - 1 - \tau})`, with the capped coordinates a prefix of
-  the sorted :math:`\theta`, solved from one cumulative sum of shifted exponentials that
-  cannot overflow (:func:`kl_project_capped_simplex`, :math:`O(k\log k)`).
+  :math:`\mu_i = \min(1, e^{\theta_i - 1 - \tau})`, by fixing the capped coordinates in
+  rounds (each round one pass over the row, no sort; exponentials relative to a maximum,
+  so nothing overflows) (:func:`kl_project_capped_simplex`, :math:`O(k)` per round).
 
 MAP (paper §4): with :math:`\pi` sorting :math:`\theta` in descending order, take
 :math:`\pi_1..\pi_l`, then those of :math:`\pi_{l+1}..\pi_u` with :math:`\theta > 0`.
 
-Every oracle is vectorized over the whole batch; samples of one batch may fall into
-different branches (cube / sum = u / sum = l), handled with masks.
+Projections run as compiled per-row kernels (:mod:`projloss._numba`; the Euclidean one
+after a batched ``np.sort`` of the rows that need it): samples of one batch may fall into
+different branches (cube / sum = u / sum = l); no Python loop over samples.
 """
 
 from __future__ import annotations
@@ -39,60 +40,233 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._numba import kernel
 from .base import ConvexSet, check_binary
-from .simplex import row_max, row_sum
-
+from .simplex import as_rows
 
 # ---------------------------------------------------------------------- capped simplex
-def _split_by_budget(theta: ArrayLike, m: ArrayLike, solve: Any) -> NDArray[np.float64]:
-    """Apply ``solve(theta2d, m1d)`` to the rows with ``0 < m < k``; 0 / 1 for the others."""
-    theta = np.asarray(theta, dtype=np.float64)
-    shape = theta.shape
-    k = shape[-1]
-    t = theta.reshape(-1, k)
-    mm = np.broadcast_to(np.asarray(m, dtype=np.float64), shape[:-1]).reshape(-1)
-    mid = (mm > 0) & (mm < k)
-    if mid.all():
-        return solve(t, mm).reshape(shape)
-    out = np.where((mm >= k)[:, None], 1.0, np.zeros_like(t))
-    if mid.any():
-        out[mid] = solve(t[mid], mm[mid])
+# The kernels below act on the rows ``rows`` of ``x`` (n, k) whose budget ``budget[r]``
+# is set (>= 0; -1 elsewhere) and write ``out[r]``; the others are left alone. A budget of
+# 0 or k (the single-vertex cases) gives 0 or 1. Compiled loops (projloss._numba): each
+# threshold search is sequential within a row.
+
+
+@kernel
+def _budgets(x, lo, hi, budget):
+    # Proposition 3 (Euclidean), first step: budget[r] = the capped-simplex budget (u or l)
+    # where the sum of clip(x[r], 0, 1) leaves [lo, hi], else -1.
+    n, k = x.shape
+    for r in range(n):
+        total = 0.0
+        for i in range(k):
+            total += min(max(x[r, i], 0.0), 1.0)
+        budget[r] = hi if total > hi else (lo if total < lo else -1.0)
+
+
+@kernel
+def _capped_euclidean_rows(x, asc, rows, budget, out):
+    # asc[j] = row rows[j] of x sorted in ascending order (asc may be out when rows are
+    # all the rows: a row of asc is read in full before the row of out is written).
+    # Rows with budget < 0 get the cube projection clip(x, 0, 1).
+    k = x.shape[1]
+    for j in range(rows.size):
+        r = rows[j]
+        m = budget[r]
+        if m < 0.0:
+            for i in range(k):
+                out[r, i] = min(max(x[r, i], 0.0), 1.0)
+            continue
+        if m == 0.0 or m >= k:
+            out[r, :] = 0.0 if m <= 0.0 else 1.0
+            continue
+        # Walk down the 2k breakpoints of f(tau) = sum_i clip(s_i - tau, 0, 1) in
+        # decreasing order, merging the two sorted lists s_b (entry b enters the support)
+        # and s_a - 1 (entry a reaches the cap) -- s in descending order, shifted by its
+        # max so that the partial sums stay small. With a entries capped and b in the
+        # support, f(z) = a + (C_b - C_a) - (b - a) z (C = partial sums of s), linear
+        # between breakpoints; stop at the first breakpoint z with f(z) >= m: the root
+        # lies on the piece just above it.
+        top = asc[j, k - 1]
+        na = 0
+        nb = 0
+        ca = 0.0
+        cb = 0.0
+        while True:
+            zu = asc[j, k - 1 - nb] - top if nb < k else -np.inf
+            zl = asc[j, k - 1 - na] - top - 1.0
+            z = zu if zu >= zl else zl
+            f = na + (cb - ca) - (nb - na) * z
+            if f >= m or (na == k - 1 and zu < zl):  # (na never passes k - 1)
+                break
+            if zu >= zl:
+                cb += zu
+                nb += 1
+            else:
+                ca += zl + 1.0
+                na += 1
+        # nb == na only on a flat piece where f == m up to rounding: any tau there is a
+        # root.
+        tau = (na + cb - ca - m) / (nb - na) if nb > na else z
+        for i in range(k):
+            out[r, i] = min(max((x[r, i] - top) - tau, 0.0), 1.0)
+
+
+#: When the largest uncapped exponential (relative to the row max) falls below this, the
+#: uncapped exponentials are recomputed relative to their own max. Then the threshold T
+#: stays >= _RESCALE / k, so every output mu = e / T above ~1e-290 comes from an
+#: exponential e that did not underflow: full relative precision (which log-losses need).
+_RESCALE = 1e-16
+
+
+@kernel(reassoc=True)
+def _uncapped_stats(out):
+    # Sum and max of the uncapped entries (out >= 0) of one row.
+    total = 0.0
+    big = 0.0
+    for i in range(out.size):
+        e = max(out[i], 0.0)
+        total += e
+        big = max(big, e)
+    return total, big
+
+
+@kernel
+def _rescale(x, out):
+    # Exponentials of the uncapped entries relative to their own max (the capped ones
+    # are marked -1).
+    c = -np.inf
+    for i in range(x.size):
+        if out[i] >= 0.0:
+            c = max(c, x[i])
+    for i in range(x.size):
+        if out[i] >= 0.0:
+            out[i] = np.exp(x[i] - c)
+
+
+@kernel(reassoc=True)
+def _fix_caps(x, m, out):
+    # One row, 0 < m < k: out holds e = exp(x - max x) on entry, mu on exit.
+    # mu_i = min(1, e_i / T) with sum(mu) = m. Dropping the caps of the uncapped entries
+    # gives T = sum(uncapped e) / (m - #capped), which can only be too large (the relaxed
+    # sum is larger), so every e_i > T is capped in the solution too: cap them (mark
+    # out = -1) and repeat until none is added. One branch-free pass per round (the sums
+    # of positive terms may be reordered: reassoc).
+    k = x.size
+    total, big = _uncapped_stats(out)
+    capped = 0
+    while True:
+        if big < _RESCALE:  # the uncapped entries are tiny next to the capped ones
+            _rescale(x, out)
+            total, big = _uncapped_stats(out)
+        thresh = total / (m - capped)
+        added = 0
+        total = 0.0
+        big = 0.0
+        for i in range(k):
+            e = out[i]
+            # Strictly above: an entry equal to T gets mu = 1 uncapped as well, and capping
+            # it when T merely rounds to it (e.g. a dominant entry, T = 1 + 1e-20) would use
+            # the budget up and zero the tiny entries.
+            cap = e > thresh
+            out[i] = -1.0 if cap else e
+            v = 0.0 if cap else max(e, 0.0)
+            total += v
+            big = max(big, v)
+            added += 1 if cap else 0
+        if added == 0:
+            break
+        capped += added
+        if capped >= m:  # (cannot happen: each round caps < m - capped entries)
+            thresh = np.inf
+            break
+    for i in range(k):
+        e = out[i]
+        out[i] = 1.0 if e < 0.0 else e / thresh
+
+
+@kernel
+def _exp_shifted(x, out):
+    # out = exp(x - max x) for one row.
+    c = x[0]
+    for i in range(1, x.size):
+        c = max(c, x[i])
+    for i in range(x.size):
+        out[i] = np.exp(x[i] - c)
+
+
+@kernel
+def _capped_kl_rows(x, rows, budget, out):
+    k = x.shape[1]
+    for j in range(rows.size):
+        r = rows[j]
+        m = budget[r]
+        if m <= 0.0 or m >= k:
+            out[r, :] = 0.0 if m <= 0.0 else 1.0
+            continue
+        _exp_shifted(x[r], out[r])
+        _fix_caps(x[r], m, out[r])
+
+
+#: Rows whose max c lies in [-_SHARED, _SHARED] take one exponential per entry for both
+#: the cube projection nu = min(1, e^{x - 1}) and the capped solution e^{x - c}: entries
+#: x < 1 get nu = e^{x - 1}, and e^{x - c} = nu e^{1 - c} (no overflow; nu underflows only
+#: where e^{x - c} < e^{-744 + _SHARED}, a denormal anyway); entries x >= 1 have nu = 1 and
+#: get e^{x - c}. Other rows take a second exponential per entry when capped.
+_SHARED = 30.0
+
+
+@kernel
+def _knapsack_kl_rows(x, lo, hi, out):
+    # Proposition 3 for each row: the cube projection, or the capped simplex at u or l.
+    n, k = x.shape
+    for r in range(n):
+        xr = x[r]
+        o = out[r]
+        c = xr[0]
+        for i in range(1, k):
+            c = max(c, xr[i])
+        shared = -_SHARED <= c <= _SHARED
+        total = 0.0
+        for i in range(k):
+            xi = xr[i]
+            low = xi < 1.0
+            # (one exponential whichever the branch: a select, not a second call)
+            v = np.exp(xi - 1.0 if low or not shared else xi - c)
+            o[i] = v
+            total += v if low else 1.0
+        if lo <= total <= hi:
+            for i in range(k):
+                if xr[i] >= 1.0:
+                    o[i] = 1.0
+            continue
+        m = hi if total > hi else lo
+        if m <= 0.0 or m >= k:
+            o[:] = 0.0 if m <= 0.0 else 1.0
+            continue
+        if shared:
+            g = np.exp(1.0 - c)
+            for i in range(k):
+                if xr[i] < 1.0:
+                    o[i] *= g
+        else:
+            _exp_shifted(xr, o)
+        _fix_caps(xr, m, o)
+
+
+def _capped(theta: ArrayLike, m: ArrayLike, kl: bool) -> NDArray[np.float64]:
+    x, shape = as_rows(theta)
+    budget = np.ascontiguousarray(np.broadcast_to(np.asarray(m, dtype=np.float64), shape[:-1]))
+    budget = budget.reshape(-1)
+    rows = np.arange(len(x))
+    if kl:
+        out = np.empty_like(x)
+        if x.size:
+            _capped_kl_rows(x, rows, budget, out)
+    else:
+        out = np.sort(x, axis=1)  # sorted in place of the output
+        if x.size:
+            _capped_euclidean_rows(x, out, rows, budget, out)
     return out.reshape(shape)
-
-
-def _euclidean_capped(t: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
-    # Rows of t: (n, k); budgets m: (n,) with 0 < m < k.
-    n, k = t.shape
-    # tau is shift-equivariant: centring each row on its max keeps the cumulative sums
-    # small, which keeps the root accurate when |theta| is large.
-    t = t - row_max(t)
-    # f(tau) = sum_j w_j max(z_j - tau, 0) over the 2k breakpoints z = (t, t - 1) with
-    # weights w = (+1, -1). With z sorted in descending order, A = cumsum(w z) and
-    # B = cumsum(w) (B >= 0, integer), f(z_j) = A_j - B_j z_j is non-decreasing in j, and
-    # on [z_{j+1}, z_j] f is linear: f(tau) = A_j - B_j tau. We sort y = -z in ascending
-    # order (the same order, but contiguous arrays all along: reversed views make the
-    # gathers and cumsums below several times slower); then A = -cumsum(w y).
-    y = np.empty((n, 2 * k))
-    np.negative(t, out=y[:, :k])
-    np.subtract(1.0, t, out=y[:, k:])
-    order = np.argsort(y, axis=1)
-    ys = np.take_along_axis(y, order, axis=1)
-    w = np.where(order < k, 1.0, -1.0)
-    big_b = np.cumsum(w, axis=1)
-    w *= ys
-    neg_a = np.cumsum(w, axis=1)
-    f = big_b * ys
-    f -= neg_a
-    # Last breakpoint with f < m (f_0 = 0 < m, f_{2k-1} = k > m): the root lies just left.
-    j = np.count_nonzero(f < m[:, None], axis=1) - 1
-    np.clip(j, 0, 2 * k - 1, out=j)
-    rows = np.arange(n)
-    a_j, b_j, z_j = -neg_a[rows, j], big_b[rows, j], -ys[rows, j]
-    # b_j == 0 only on a flat piece where f == m up to rounding: any tau there is a root.
-    tau = np.where(b_j > 0, (a_j - m) / np.maximum(b_j, 1.0), z_j)
-    out = t - tau[:, None]
-    np.clip(out, 0.0, 1.0, out=out)
-    return out
 
 
 def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64]:
@@ -102,56 +276,16 @@ def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64
     ``theta.shape[:-1]`` and must lie in ``[0, k]`` (not validated). The solution is
     :math:`\operatorname{clip}_{[0,1]}(\theta - \tau)` where :math:`\tau` solves
     :math:`f(\tau) = \sum_i \operatorname{clip}_{[0,1]}(\theta_i - \tau) = m`; :math:`f` is
-    piecewise linear and non-increasing with breakpoints :math:`\{\theta_i, \theta_i - 1\}`,
-    so sorting the :math:`2k` breakpoints once, evaluating :math:`f` at all of them with
-    cumulative sums and interpolating on the bracketing piece gives :math:`\tau` exactly
-    (up to rounding), in :math:`O(k\log k)`. This is the sort-based counterpart of
-    Pardalos & Kovoor (1990) and of the bisection of the paper's Appendix; hand-written
-    because no library provides it batched.
+    piecewise linear and non-increasing with breakpoints :math:`\{\theta_i, \theta_i - 1\}`.
+    Each row is sorted once (a batched ``np.sort``), then a compiled scan walks the
+    :math:`2k` breakpoints in decreasing order -- merging the two sorted lists
+    :math:`\theta_{(i)}` and :math:`\theta_{(i)} - 1` -- with running partial sums, up to
+    the piece where :math:`f` crosses :math:`m`, and interpolates: :math:`\tau` exactly
+    (up to rounding), in :math:`O(k\log k)`. This is the sort-based counterpart of Pardalos
+    & Kovoor (1990) and of the bisection of the paper's Appendix; hand-written because no
+    library provides it batched.
     """
-    return _split_by_budget(theta, m, _euclidean_capped)
-
-
-#: Exponents (relative to the m-th largest entry) are clipped at this value.
-_EXP_CAP = 600.0
-
-
-def _kl_capped(t: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
-    # Rows of t: (n, k); budgets m: (n,) with 0 < m < k.
-    n, k = t.shape
-    rows = np.arange(n)
-    asc = np.sort(t, axis=1)
-    # Work in the linear domain relative to c = s_{m-1}, the m-th largest entry (0-based,
-    # descending), instead of a reverse cumulative logaddexp: as safe, several times faster.
-    # - For r <= m - 1 the tail sum tail_r = sum_{i >= r} exp(s_i - c) contains exp(0) = 1
-    #   and otherwise non-negative terms: it never underflows to 0, and tail_{m-1} >= 1.
-    # - Entries at positions >= m - 1 give terms <= 1. Clipping the exponents at _EXP_CAP
-    #   (only entries at positions < m - 1 can reach it) rules out overflow; a clipped
-    #   position r can never pass the test below, since then
-    #   tail_r <= (m - 1 - r) e^cap + k < (m - r) e^cap.
-    c = asc[rows, (k - m).astype(np.int64)][:, None]
-    e = asc - c
-    if np.any(asc[:, -1] - c[:, 0] > _EXP_CAP):
-        np.minimum(e, _EXP_CAP, out=e)
-    np.exp(e, out=e)
-    tail = np.cumsum(e, axis=1)[:, ::-1]  # tail[:, r] = sum over the k - r smallest
-    # With the r largest capped at 1: r + exp(-t) * sum_{i >= r} exp(s_i) = m, i.e.
-    # t_r = c + log(tail_r) - log(m - r). The answer is the smallest r whose first uncapped
-    # entry stays under the cap, s_r <= t_r, i.e. (m - r) exp(s_r - c) <= tail_r
-    # (r* = #{i : s_i > t*}; every r < r* has t_r >= t* and s_r > t_r). The test holds at
-    # r = m - 1 exactly in floating point (1 * 1 <= tail_{m-1}), so the first r passing it
-    # is at most m - 1 (for r >= m it would hold trivially).
-    ok = (m[:, None] - np.arange(k)) * e[:, ::-1] <= tail
-    r_star = np.argmax(ok, axis=1)
-    # Stay in the frame shifted by c: t - (c + log(...)) would round away ~|c| * eps of
-    # the exponent (sums off by 1e-12 at |theta| = 3e3); (t - c) is exact for entries
-    # tied with c.
-    t_rel = np.log(tail[rows, r_star]) - np.log(m - r_star)
-    out = t - c
-    out -= t_rel[:, None]
-    np.minimum(out, 0.0, out=out)
-    np.exp(out, out=out)
-    return out
+    return _capped(theta, m, kl=False)
 
 
 def kl_project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64]:
@@ -160,18 +294,20 @@ def kl_project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.floa
     The constrained softmax (Martins & Kreutzer 2017):
     :math:`\operatorname{argmin}_\mu \langle\mu,\log\mu\rangle - \langle\mu,\theta\rangle`
     s.t. :math:`\langle\mu,\mathbf{1}\rangle = m, \mu \le 1`, whose solution is
-    :math:`\mu_i = \min(1, e^{\theta_i - t})` (:math:`t = 1 + \tau` in the paper's
-    notation). Sorting :math:`\theta` in descending order into :math:`s`, the capped
-    coordinates form a prefix of length :math:`r < m`, and then
-    :math:`t = \log\sum_{i > r} e^{s_i} - \log(m - r)`. All candidate :math:`t_r` come from
-    one reverse cumulative sum of :math:`e^{s_i - s_m}` (shifted by the :math:`m`-th largest
-    entry, which keeps every relevant sum between 1 and :math:`k^2`: no overflow or
-    underflow for any finite :math:`\theta`); the valid :math:`r` is the smallest with
-    :math:`s_{r+1} \le t_r`.
-    :math:`O(k\log k)`, batched over the leading axes; ``m`` broadcasts to
+    :math:`\mu_i = \min(1, e^{\theta_i}/T)` for the :math:`T` that gives the sum :math:`m`.
+    Computed without sorting, by fixing caps (Martins & Kreutzer's algorithm without the
+    sort): with the set :math:`A` of entries already capped, drop the caps of the others
+    and solve :math:`T_A = \sum_{i \notin A} e^{\theta_i} / (m - |A|)`; since this relaxed
+    sum is never smaller, :math:`T_A \ge T` and every :math:`e^{\theta_i} > T_A` is capped
+    in the solution too. Add them to :math:`A` and repeat; when none is added the relaxed
+    solution is feasible, hence optimal. The exponentials are taken relative to the row's
+    maximum (no overflow), and again relative to the maximum of the uncapped entries when
+    those are tiny next to it (no underflow of an output above ~1e-290); each round is one
+    pass over the row (a compiled loop; a few rounds on typical inputs, at most
+    :math:`m`). Batched over the leading axes; ``m`` broadcasts to
     ``theta.shape[:-1]`` and must lie in ``[0, k]`` (not validated).
     """
-    return _split_by_budget(theta, m, _kl_capped)
+    return _capped(theta, m, kl=True)
 
 
 # ---------------------------------------------------------------------- the set
@@ -230,31 +366,39 @@ class Knapsack(ConvexSet):
         return self.lower, k if self.upper is None else self.upper
 
     # ------------------------------------------------------------------ projections
-    def _project_with(
-        self, theta: NDArray[np.float64], nu: NDArray[np.float64], solve: Any
-    ) -> NDArray[np.float64]:
-        """Proposition 3: keep the cube projection ``nu`` unless its sum leaves [l, u]."""
-        k = theta.shape[-1]
+    def _project(self, theta: NDArray[np.float64], kl: bool) -> NDArray[np.float64]:
+        """Proposition 3: the cube projection, unless its sum leaves [l, u]; then the
+        capped-simplex projection at sum = u (above) or l (below)."""
+        x, shape = as_rows(theta)
+        k = shape[-1]
         lo, hi = self._bounds(k)
-        if lo == 0 and hi == k:
-            return nu
-        total = row_sum(nu)[..., 0]
-        over = total > hi
-        under = total < lo
-        bad = over | under
-        if bad.all():
-            return _split_by_budget(theta, np.where(over, hi, lo), solve)
-        if bad.any():
-            nu[bad] = _split_by_budget(theta[bad], np.where(over[bad], hi, lo), solve)
-        return nu
+        if lo == 0 and hi == k:  # the whole cube
+            return np.exp(np.minimum(theta - 1.0, 0.0)) if kl else np.clip(theta, 0.0, 1.0)
+        if kl:
+            out = np.empty_like(x)
+            _knapsack_kl_rows(x, float(lo), float(hi), out)
+            return out.reshape(shape)
+        budget = np.empty(len(x))
+        _budgets(x, float(lo), float(hi), budget)
+        rows = np.flatnonzero(budget >= 0.0)
+        if 2 * rows.size >= len(x):
+            # Mostly capped: sort every row in place of the output (a single allocation:
+            # fresh memory costs as much as the sort itself on this kind of machine).
+            out = np.sort(x, axis=1)
+            _capped_euclidean_rows(x, out, np.arange(len(x)), budget, out)
+        else:  # mostly inside: clip, and sort only the capped rows
+            out = np.clip(x, 0.0, 1.0)
+            if rows.size:
+                sub = x[rows]
+                sub.sort(axis=1)
+                _capped_euclidean_rows(x, sub, rows, budget, out)
+        return out.reshape(shape)
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self._project_with(theta, np.clip(theta, 0.0, 1.0), _euclidean_capped)
+        return self._project(theta, kl=False)
 
     def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        # min(1, e^{theta - 1}) without overflow.
-        nu = np.exp(np.minimum(theta - 1.0, 0.0))
-        return self._project_with(theta, nu, _kl_capped)
+        return self._project(theta, kl=True)
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         k = theta.shape[-1]

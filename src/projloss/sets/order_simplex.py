@@ -40,8 +40,9 @@ Oracles (``iso`` = decreasing Euclidean isotonic regression, :mod:`projloss.isot
   :math:`y = 1..k` are cumulative sums; return :math:`\varphi(\operatorname{argmax}_y s_y)`
   (ties: the smallest :math:`y`).
 
-All oracles are :math:`O(k)` (isotonic regression by parallel PAV), batched without a
-Python loop over samples.
+All oracles are :math:`O(k)`, batched without a Python loop over samples: the
+projections run pool adjacent violators (:mod:`projloss.isotonic`) and the clipping in
+one compiled pass per row (:mod:`projloss._numba`).
 """
 
 from __future__ import annotations
@@ -51,14 +52,43 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._numba import kernel
 from .._validation import check_array
-from ..isotonic import isotonic_regression
+from ..isotonic import pav_decreasing
 from .base import ConvexSet, check_binary
+from .simplex import as_rows
 
 
 def _phi(y: NDArray[np.int64], k: int) -> NDArray[np.float64]:
     """:math:`\\varphi(y) = \\sum_{i<y} e_i \\in \\{0,1\\}^{k-1}` for labels in 1..k."""
     return (np.arange(1, k) < y[..., None]).astype(np.float64)
+
+
+@kernel
+def _project_rows(x, kl, out):
+    # out[r] = clip(iso(x[r]), 0, 1) or exp(min(iso(x[r]) - 1, 0)), iso decreasing.
+    n, k = x.shape
+    ones = np.ones(k)
+    v = np.empty(k)
+    s1 = np.empty(k)
+    s2 = np.empty(k)
+    val = np.empty(k)
+    start = np.empty(k, dtype=np.int64)
+    for r in range(n):
+        pav_decreasing(x[r], ones, v, s1, s2, val, start)
+        for i in range(k):
+            if kl:
+                out[r, i] = np.exp(min(v[i] - 1.0, 0.0))
+            else:
+                out[r, i] = min(max(v[i], 0.0), 1.0)
+
+
+def _project(theta: NDArray[np.float64], kl: bool) -> NDArray[np.float64]:
+    x, shape = as_rows(theta)
+    out = np.empty_like(x)
+    if x.size:
+        _project_rows(x, kl, out)
+    return out.reshape(shape)
 
 
 class OrderSimplex(ConvexSet):
@@ -79,10 +109,10 @@ class OrderSimplex(ConvexSet):
 
     # ------------------------------------------------------------------ oracles
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.clip(isotonic_regression(theta), 0.0, 1.0)
+        return _project(theta, kl=False)
 
     def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.exp(np.minimum(isotonic_regression(theta) - 1.0, 0.0))
+        return _project(theta, kl=True)
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         scores = np.cumsum(theta, axis=-1)  # s_2, ..., s_k (s_1 = 0)

@@ -42,8 +42,10 @@ related polytopes"):
 - MAP: the vertex that gives the largest weight to the highest score,
   :math:`v_{\sigma_r} = w_r` (sorting, :math:`O(k \log k)`).
 
-Costs: a sort, :math:`O(k \log k)`, plus batched isotonic regression
-(:mod:`projloss.isotonic`, no Python loop over samples).
+Costs: a batched ``np.argsort``, :math:`O(k \log k)`, then one compiled pass per row
+(:mod:`projloss._numba`) that gathers the sorted row, solves the isotonic problem by pool
+adjacent violators (:mod:`projloss.isotonic`, :math:`O(k)`) and scatters the result back:
+no Python loop over samples.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._numba import kernel
 from .._validation import check_array
-from ..isotonic import isotonic_kl, isotonic_regression
+from ..isotonic import pav_decreasing, pav_decreasing_log
 from .base import ConvexSet
+from .simplex import as_rows
 
 
 def _sort_descending(theta: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
@@ -70,6 +74,52 @@ def _unsort(values: NDArray[np.float64], order: NDArray[np.intp]) -> NDArray[np.
     out = np.empty_like(values)
     np.put_along_axis(out, order, values, axis=-1)
     return out
+
+
+#: Rows whose range (max - min) exceeds this take the log-domain KL path; below it,
+#: exponentials relative to the row max stay normal floats (>= e^-600 ~ 1e-261).
+_LINEAR_RANGE = 600.0
+
+
+@kernel
+def _project_rows(x, order, w, logw, kl, out):
+    # order[r]: the permutation sorting x[r] in ascending order; w: the weights sorted in
+    # descending order, logw = log(w) (KL only).
+    n, k = x.shape
+    s = np.empty(k)
+    y = np.empty(k)
+    v = np.empty(k)
+    ones = np.ones(k)
+    s1 = np.empty(k)
+    s2 = np.empty(k)
+    s3 = np.empty(k)
+    s4 = np.empty(k)
+    val = np.empty(k)
+    start = np.empty(k, dtype=np.int64)
+    for r in range(n):
+        for j in range(k):  # descending order (ties: any order gives the same result)
+            s[j] = x[r, order[r, k - 1 - j]]
+        if not kl:
+            for j in range(k):
+                y[j] = s[j] - w[j]
+            pav_decreasing(y, ones, v, s1, s2, val, start)
+            for j in range(k):
+                out[r, order[r, k - 1 - j]] = s[j] - v[j]
+        elif s[0] - s[k - 1] <= _LINEAR_RANGE:
+            # Linear domain: with e = exp(s - s_0), the pool value LSE(s_B) - log sum_B w
+            # is s_0 + log(sum_B e / sum_B w), increasing in the ratio: pooling the ratios
+            # (weighted means of e_i / w_i) forms the same pools, and the projection is
+            # P_i = e_i / ratio_B -- one exponential per entry, no logarithm.
+            for j in range(k):
+                y[j] = np.exp(s[j] - s[0])
+            pav_decreasing(y, w, v, s1, s2, val, start)
+            for j in range(k):
+                out[r, order[r, k - 1 - j]] = y[j] / v[j]
+        else:  # wide range: log-domain pools
+            pav_decreasing_log(s, logw, v, s1, s2, s3, s4, val, start)
+            for j in range(k):
+                # s - v = s_j - LSE(s_B) + log sum_B w <= log sum_B w: no overflow.
+                out[r, order[r, k - 1 - j]] = np.exp(s[j] - v[j])
 
 
 class Permutahedron(ConvexSet):
@@ -117,11 +167,17 @@ class Permutahedron(ConvexSet):
         return {"w": self.w}
 
     # ------------------------------------------------------------------ oracles
-    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _project(self, theta: NDArray[np.float64], kl: bool) -> NDArray[np.float64]:
         w = self.weights(theta.shape[-1])
-        order, s = _sort_descending(theta)
-        v = isotonic_regression(s - w)
-        return _unsort(s - v, order)
+        x, shape = as_rows(theta)
+        out = np.empty_like(x)
+        if x.size:
+            logw = np.log(w) if kl else w
+            _project_rows(x, np.argsort(x, axis=1), w, logw, kl, out)
+        return out.reshape(shape)
+
+    def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._project(theta, kl=False)
 
     def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         w = self.weights(theta.shape[-1])
@@ -130,10 +186,7 @@ class Permutahedron(ConvexSet):
                 "the KL projection onto the permutahedron requires positive weights w > 0, "
                 f"got w = {self.w}"
             )
-        order, s = _sort_descending(theta)
-        v = isotonic_kl(s, np.log(w))
-        # s - v = s_i - LSE(s_B) + log sum_B w <= log sum_B w: no overflow.
-        return _unsort(np.exp(s - v), order)
+        return self._project(theta, kl=True)
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         w = self.weights(theta.shape[-1])

@@ -207,15 +207,20 @@ def test_matches_bisection_and_certificate_for_larger_k(geometry):
 
 
 @pytest.mark.parametrize("geometry", ["euclidean", "kl"])
-def test_branches_mixed_within_one_batch(geometry):
+@pytest.mark.parametrize("p_inside", [0.2, 0.9])  # mostly capped / mostly inside [l, u]
+def test_branches_mixed_within_one_batch(geometry, p_inside):
     rng = np.random.default_rng(4)
     l, u, k = 2, 3, 6
     s = Knapsack(l, u)
-    theta = rng.standard_normal((300, k)) * 1.5 + rng.choice([-1.5, 0.5, 2.5], size=(300, 1))
+    p_out = (1 - p_inside) / 2
+    mid = 0.5 if p_inside < 0.5 else (0.42 if geometry == "euclidean" else 0.12)  # sum ~ 2.5
+    shift = rng.choice([-1.5, mid, 2.5], size=(300, 1), p=[p_out, p_inside, p_out])
+    theta = rng.standard_normal((300, k)) * (1.5 if p_inside < 0.5 else 0.15) + shift
     nu = UnitCube().project(theta, geometry).sum(axis=-1)
     over, under = nu > u, nu < l
     inside = ~over & ~under
-    assert over.sum() > 20 and under.sum() > 20 and inside.sum() > 20
+    assert over.sum() > 5 and under.sum() > 5 and inside.sum() > 20
+    assert (inside.mean() > 0.5) == (p_inside > 0.5)  # both code paths are exercised
     mu = s.project(theta.reshape(10, 30, k), geometry).reshape(300, k)
     np.testing.assert_allclose(mu[over].sum(-1), u, atol=1e-12)
     np.testing.assert_allclose(mu[under].sum(-1), l, atol=1e-12)
@@ -353,3 +358,51 @@ def test_kl_tied_large_entries_sum_exactly_to_the_budget(level):
     mu = Knapsack(4, 4).project(np.full(5, level), "kl")
     np.testing.assert_allclose(mu, 0.8, rtol=0, atol=1e-15)
     assert abs(mu.sum() - 4.0) <= 1e-15
+
+
+# ---------------------------------------------------------------------- compiled kernels
+def test_kl_tiny_coordinates_keep_full_relative_precision():
+    # Regression for the cap-fixing kernel: with l = u = 1 (no cap active) the projection
+    # is the softmax, and with one entry capped the rest is a softmax with budget 1; the
+    # small coordinates (1e-20 .. 1e-70) must come out exactly, not rounded to 0 (a
+    # log-loss would be infinite), also when they are far below a capped maximum.
+    from scipy.special import softmax
+
+    theta = np.array([[129.7, -34.6, 85.5, -48.9], [1000.0, 10.0, -20.0, -30.0]])
+    mu = Knapsack(1, 1).project(theta[0], "kl")
+    np.testing.assert_allclose(mu, softmax(theta[0]), rtol=1e-13, atol=0)
+    mu = Knapsack(2, 2).project(theta[1], "kl")
+    np.testing.assert_allclose(mu, np.r_[1.0, softmax(theta[1, 1:])], rtol=1e-13, atol=0)
+    # Entries at many scales: check the exact optimality structure mu_i = min(1, e^{x_i - t})
+    # (bisection cannot resolve coordinates far below an ulp of the sum): every clearly
+    # uncapped entry gives the same t = x_i - log(mu_i), to relative precision, and the
+    # entries at 1 have x_i >= t.
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        x = rng.standard_normal(9) * np.geomspace(1, 300, 9)[rng.permutation(9)]
+        mu = Knapsack(3, 3).project(x, "kl")
+        assert abs(mu.sum() - 3.0) <= 1e-14
+        free = (mu < 1 - 1e-9) & (mu > 1e-290)
+        t = x[free] - np.log(mu[free])
+        assert free.sum() >= 1 and np.ptp(t) <= 1e-12 * max(1.0, abs(t).max())
+        assert np.all(x[mu >= 1 - 1e-9] >= t[0] - 1e-8 * max(1.0, abs(t[0])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    k=st.integers(1, 9),
+    data=st.data(),
+    mag=st.sampled_from([1e-3, 1.0, 30.0, 1e3]),
+    geometry=st.sampled_from(["euclidean", "kl"]),
+)
+def test_property_capped_simplex_with_real_budgets(k, data, mag, geometry):
+    """The capped-simplex functions at any real budget m in [0, k], against bisection."""
+    levels = data.draw(st.lists(st.integers(-3, 3), min_size=k, max_size=k))
+    theta = mag * np.array(levels, dtype=float)
+    m = data.draw(st.floats(0.0, float(k)))
+    fn = project_capped_simplex if geometry == "euclidean" else kl_project_capped_simplex
+    mu = fn(theta, m)
+    ref = REFERENCES[geometry](theta, m, m)
+    assert np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()
+    assert abs(mu.sum() - m) <= 1e-12 * max(1.0, m) * k
+    np.testing.assert_allclose(mu, ref, atol=1e-12 * max(1.0, mag))

@@ -211,3 +211,24 @@ def test_property_large_k_certificate_with_ties(levels, mag, geometry):
     if geometry == "kl" and np.any(u < 1e-200):
         return
     assert certificate(u, theta, w, geometry) >= -1e-9 * k * max(1.0, mag) ** 2
+
+
+@pytest.mark.parametrize("k", [4, 10, 40])
+def test_kl_linear_and_log_domain_paths_agree_across_the_range_threshold(k):
+    """Rows of range <= 600 use exponentials relative to the max, wider rows log-domain
+    pools: both must give the certified projection, and agree on a row scaled across the
+    threshold (the projection is continuous in theta)."""
+    rng = np.random.default_rng(40 + k)
+    w = rng.uniform(0.5, 3.0, size=k)
+    s = Permutahedron(w)
+    base = rng.standard_normal((30, k))
+    base /= np.ptp(base, axis=1, keepdims=True)  # range 1
+    for width in (1.0, 300.0, 599.0, 601.0, 900.0):
+        theta = width * base
+        u = s.project(theta, "kl")
+        assert np.isfinite(u).all()
+        for t, x in zip(theta, u, strict=True):
+            assert majorized(x, w, 1e-9 * k)
+            assert certificate(np.maximum(x, 1e-300), t, w, "kl") >= -1e-9 * k * width
+    below, above = s.project(599.999 * base, "kl"), s.project(600.001 * base, "kl")
+    np.testing.assert_allclose(below, above, atol=1e-5 * k)
