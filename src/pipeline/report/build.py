@@ -143,13 +143,16 @@ def check_findings(tables: Mapping[str, Table]) -> list[dict[str, Any]]:
     t7 = tables.get("table7")
     if t1 is not None:
         col = next(c for c in t1.spec.columns if c.id == "B/B")
-        diffs = [(r.label, t1.cell(r, col).diff) for r in t1.spec.rows]
-        ok = None if any(d is None for _, d in diffs) else all(abs(d) <= 0.5 for _, d in diffs)
+        cells = [t1.cell(r, col) for r in t1.spec.rows]
+        diffs = [c.diff for c in cells]
+        ok = None if any(d is None for d in diffs) else all(abs(d) <= 0.5 for d in diffs)
         out.append(
             {
                 "claim": "Table 1: Birkhoff/Birkhoff within 0.5 of the paper on all six datasets",
                 "holds": ok,
-                "evidence": ", ".join(f"{lab} {_signed(d)}" for lab, d in diffs),
+                "evidence": ", ".join(
+                    f"{c.row.label} {_signed(c.diff)}" + _in_samples(c) for c in cells
+                ),
             }
         )
     for name, table in (("Table 1", t1), ("Table 2", t2)):
@@ -221,6 +224,14 @@ def check_findings(tables: Mapping[str, Table]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _in_samples(cell: Any) -> str:
+    """`` (n test samples)`` after a difference above 0.5: the difference in units of the
+    cell's noise (one test sample with two labels swapped)."""
+    if cell.diff is None or abs(cell.diff) <= 0.5 or not cell.noise:
+        return ""
+    return f" ({abs(cell.diff) / cell.noise:.1f} test sample)"
 
 
 def _fmt(v: float | None, digits: int = 2) -> str:
@@ -297,7 +308,12 @@ def render_readme(
     for f in findings:
         holds = {True: "yes", False: "**no**", None: "not run"}[f["holds"]]
         lines.append(f"| {f['claim']} | {holds} | {f['evidence']} |")
-    lines += ["", "## Tables", ""]
+    lines.append("")
+    for f in findings:  # why a finding does not hold (notes.yaml `findings`)
+        why = next((w["text"] for w in notes.get("findings", []) if w["claim"] == f["claim"]), None)
+        if f["holds"] is False and why:
+            lines += [f"**{f['claim']}: why not.** {why}", ""]
+    lines += ["## Tables", ""]
     for key, table in tables.items():
         counts = _status_counts(table)
         lines.append(
