@@ -173,7 +173,13 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
                 + f"; valid decoders for the {task} task are {['same', *valid]}"
             )
         return Composition(
-            set=set_name, geometry=geometry, decoder="round", model=model, kind="round", **common
+            set=set_name,
+            geometry=geometry,
+            decoder="round",
+            model=model,
+            kind="round",
+            decoder_params=decoder_params,
+            **common,
         )
 
     decoders = _task_decoders(task)
@@ -244,12 +250,15 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
         return E.RidgeRoundingOrdinalRegressor(
             alpha=1.0 if alpha is None else float(alpha),
             fit_intercept=bool(mp.get("fit_intercept", True)),
+            penalize_intercept=bool(mp.get("penalize_intercept", False)),
+            clip=bool(comp.decoder_params.get("clip", True)),
         )
     kwargs: dict[str, Any] = {
         "geometry": comp.geometry,
         "target_loss": comp.target_loss,
         "alpha": 1.0 if alpha is None else float(alpha),
         "fit_intercept": bool(mp.get("fit_intercept", True)),
+        "penalize_intercept": bool(mp.get("penalize_intercept", False)),
         "model": comp.model,
         "max_iter": int(mp.get("max_iter", 500)),
         "tol": float(mp.get("tol", 1e-5)),
@@ -302,6 +311,10 @@ def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
         raise CompositionError(f"lambdas.low and .high must satisfy 0 < low <= high, got {node}")
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
+    from .scoring import TIES
+
+    if node.get("ties", "smallest") not in TIES:
+        raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {node['ties']!r}")
     if num == 1:
         return np.array([float(low)])
     return np.logspace(np.log10(low), np.log10(high), num)

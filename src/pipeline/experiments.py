@@ -2,7 +2,7 @@
 
 ``params.yaml`` is the composition of ``conf/config.yaml`` (see :mod:`pipeline.params`);
 its ``experiments`` node (the Hydra group ``conf/experiments/``) maps an experiment key to
-one dataset and a list of compositions::
+a dataset (or several) and a list of compositions::
 
     t1-iris:
       dataset: iris
@@ -18,12 +18,27 @@ experiment snapshots the top level of params.yaml this way); then the global set
 (:data:`GLOBAL_KEYS`) are taken from params.yaml, so ``dvc exp run -S seed=1`` reaches
 every experiment; an override of a global key in the experiment itself (e.g.
 ``lambdas.num=3``) still wins. Data settings are global in the DVC pipeline (the
-preprocess stage prepares them): an experiment may not override ``data.*``.
+preprocess stage prepares them): an experiment may not override ``data.*`` in its
+overrides, only choose a prepared variant with its own keys:
+
+- ``data: {drop_empty: true}`` or ``data: {ordinal_split: 3}``: the variant of its
+  datasets (:data:`EXPERIMENT_DATA_KEYS`; the preprocess stage prepares all of them);
+- ``datasets: [ERA, ESL, ...]``: the runs x these datasets in one experiment (one process
+  per stage instead of one per dataset); run ids become ``<dataset>/<run>``;
+- ``splits: all`` (or a list of split indices): every run on each orreview split of its
+  ordinal dataset; the stages then track one parent run per composition and dataset with
+  the per-split values as metric steps, and the test metrics as mean and std over splits.
+
+``dataset`` is the directory under ``data/prepared/`` the stages depend on (``dvc.yaml``):
+the dataset's name (its default variant, which the preprocess stage rebuilds with the
+others), the exact variant directory (``birds+drop_empty``), or ``.`` (all prepared data:
+required with ``datasets`` or ``splits``).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,6 +49,12 @@ from .paths import conf_dir, project_root
 
 #: settings taken from params.yaml for every run (not from the experiment's composition)
 GLOBAL_KEYS = ("lambdas", "seed", "warm_start", "progress", "data", "tracking")
+#: data settings an experiment may set (its ``data`` key): they choose a prepared variant
+EXPERIMENT_DATA_KEYS = ("drop_empty", "ordinal_split")
+#: the keys of an experiment item
+ITEM_KEYS = ("config", "data", "dataset", "datasets", "overrides", "runs", "splits")
+#: the ``dataset`` of an experiment that depends on all prepared data
+ALL_PREPARED = "."
 #: the mirror of conf/data/default.yaml when PROJLOSS_MIRROR is unset
 DEFAULT_MIRROR = "../shared/datasets"
 MIRROR_ENV = "PROJLOSS_MIRROR"
@@ -69,7 +90,8 @@ def data_node(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def get_experiment(params: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """The validated experiment ``key`` of params.yaml."""
+    """The validated experiment ``key`` of params.yaml (``splits`` as given: ``None``,
+    ``"all"`` or a list of split indices)."""
     experiments = params.get("experiments") or {}
     if key not in experiments:
         raise CompositionError(
@@ -79,11 +101,9 @@ def get_experiment(params: Mapping[str, Any], key: str) -> dict[str, Any]:
     where = f"experiment {key!r}"
     if not isinstance(item, Mapping):
         raise CompositionError(f"{where} must be a mapping with dataset, overrides and runs")
-    unknown = sorted(set(item) - {"dataset", "overrides", "config", "runs"})
+    unknown = sorted(set(item) - set(ITEM_KEYS))
     if unknown:
-        raise CompositionError(
-            f"{where}: unknown key(s) {unknown}; valid: config, dataset, overrides, runs"
-        )
+        raise CompositionError(f"{where}: unknown key(s) {unknown}; valid: {', '.join(ITEM_KEYS)}")
     if not isinstance(item.get("dataset"), str):
         raise CompositionError(f"{where} needs a 'dataset' (the dataset its runs use)")
     overrides = item.get("overrides") or []
@@ -107,14 +127,57 @@ def get_experiment(params: Mapping[str, Any], key: str) -> dict[str, Any]:
         raise CompositionError(
             f"{where} overrides data settings ({data_overrides or 'config.data'}); in the DVC "
             "pipeline they are global (the preprocess stage prepares them): set them in "
-            "params.yaml, e.g. `dvc exp run -S data.drop_empty=true`"
+            "params.yaml, e.g. `dvc exp run -S data.drop_empty=true`, or choose a prepared "
+            f"variant with the experiment's own `data` key ({', '.join(EXPERIMENT_DATA_KEYS)})"
         )
+    data = dict(item.get("data") or {})
+    bad = sorted(set(data) - set(EXPERIMENT_DATA_KEYS))
+    if bad:
+        raise CompositionError(
+            f"{where}: 'data' may set {list(EXPERIMENT_DATA_KEYS)} only (they choose a "
+            f"prepared variant), not {bad}: the other data settings are global (params.yaml)"
+        )
+    datasets = item.get("datasets")
+    if datasets is not None and (not _strings(datasets) or not datasets):
+        raise CompositionError(f"{where}: 'datasets' must be a non-empty list of dataset names")
+    splits = _splits(item.get("splits"), where)
+    if splits is not None and "ordinal_split" in data:
+        raise CompositionError(f"{where}: give either 'splits' or data.ordinal_split, not both")
+    if (datasets is not None or splits is not None) and item["dataset"] != ALL_PREPARED:
+        raise CompositionError(
+            f"{where} runs on several prepared directories ('datasets' or 'splits'): its "
+            f"'dataset' (the DVC dependency under data/prepared/) must be {ALL_PREPARED!r}"
+        )
+    if datasets is None and item["dataset"] == ALL_PREPARED:
+        raise CompositionError(f"{where}: dataset {ALL_PREPARED!r} needs a 'datasets' list")
     return {
         "dataset": item["dataset"],
+        "datasets": None if datasets is None else list(datasets),
         "overrides": list(overrides),
         "config": dict(config),
+        "data": data,
+        "splits": splits,
         "runs": {str(r): list(e or []) for r, e in runs.items()},
     }
+
+
+def _splits(value: Any, where: str) -> str | list[int] | None:
+    if value is None or value == "all":
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    ok = _ints(value) and len(value) > 0 and min(value) >= 0
+    if not ok:
+        raise CompositionError(f"{where}: 'splits' must be 'all' or a list of split indices >= 0")
+    return list(value)
+
+
+def _ints(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    )
 
 
 def _strings(value: Any) -> bool:
@@ -126,7 +189,10 @@ def _strings(value: Any) -> bool:
 
 
 def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any]]:
-    """Run id -> the run's config (plain, resolved, without ``experiments``)."""
+    """Run id -> the run's config (plain, resolved, without ``experiments``).
+
+    With ``datasets``, every run on every dataset (ids ``<dataset>/<run>``); with
+    ``splits``, each config carries the split indices of its dataset as ``splits``."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -134,35 +200,146 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
 
     item = get_experiment(params, key)
     parser = OverridesParser.create()
-    out: dict[str, dict[str, Any]] = {}
+    composed: dict[str, dict[str, Any]] = {}
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        for rid, extra in item["runs"].items():
-            overrides = [*item["overrides"], *extra]
+
+        def compose_one(rid: str, overrides: list[str]) -> dict[str, Any]:
             try:
-                cfg = compose("config", overrides=overrides)
+                # ~experiments: the experiment list is not part of a run (and not parsing
+                # it again for every run saves time)
+                cfg = compose("config", overrides=[*overrides, "~experiments"])
             except HydraException as exc:
                 raise CompositionError(
                     f"experiment {key!r}, run {rid!r}: cannot compose {overrides}: {exc}"
                 ) from None
-            plain = OmegaConf.to_container(cfg, resolve=True)
-            plain.pop("experiments", None)
-            for node, value in item["config"].items():
-                plain[node] = copy.deepcopy(value)
-            for g in GLOBAL_KEYS:
-                if g in params:
-                    plain[g] = data_node(params) if g == "data" else copy.deepcopy(params[g])
-            for o in parser.parse_overrides(overrides):  # the experiment's own globals win
-                name = o.key_or_group
-                if name.split(".", 1)[0] in GLOBAL_KEYS and not o.is_delete():
-                    _set(plain, name, o.value())
-            if plain.get("dataset", {}).get("name") != item["dataset"]:
-                raise CompositionError(
-                    f"experiment {key!r}, run {rid!r} composes dataset "
-                    f"{plain.get('dataset', {}).get('name')!r} but declares dataset "
-                    f"{item['dataset']!r}; add dataset={item['dataset']} to its overrides"
-                )
-            out[rid] = plain
+            return OmegaConf.to_container(cfg, resolve=True)
+
+        if item["datasets"] is None:
+            for rid, extra in item["runs"].items():
+                composed[rid] = compose_one(rid, [*item["overrides"], *extra])
+        else:
+            composed = _compose_datasets(item, compose_one)
+    out: dict[str, dict[str, Any]] = {}
+    for rid, plain in composed.items():
+        overrides = _overrides_of(item, rid)
+        plain.pop("experiments", None)
+        for node, value in item["config"].items():
+            plain[node] = copy.deepcopy(value)
+        for g in GLOBAL_KEYS:
+            if g in params:
+                plain[g] = data_node(params) if g == "data" else copy.deepcopy(params[g])
+        plain.setdefault("data", {}).update(item["data"])
+        for o in parser.parse_overrides(overrides):  # the experiment's own globals win
+            name = o.key_or_group
+            if name.split(".", 1)[0] in GLOBAL_KEYS and not o.is_delete():
+                _set(plain, name, o.value())
+        _check_dataset(plain, item, key, rid)
+        if item["splits"] is not None:
+            plain["splits"] = _split_list(plain, item["splits"], key, rid)
+        out[rid] = plain
     return out
+
+
+def _overrides_of(item: Mapping[str, Any], rid: str) -> list[str]:
+    """The Hydra overrides of run ``rid`` (``<dataset>/<run>`` with ``datasets``)."""
+    if item["datasets"] is None:
+        return [*item["overrides"], *item["runs"][rid]]
+    dataset, run = rid.split("/", 1)
+    return [*item["overrides"], f"dataset={dataset}", *item["runs"][run]]
+
+
+def _compose_datasets(item: Mapping[str, Any], compose_one: Any) -> dict[str, dict[str, Any]]:
+    """Each run on each of ``item["datasets"]`` (ids ``<dataset>/<run>``).
+
+    Composing costs a few tenths of a second (Hydra parses every config file again; the
+    ordinal registry files are long), so each run is composed on two datasets only: when
+    the two configs differ by their ``dataset`` node alone (nothing else depends on the
+    dataset choice), the other datasets reuse the first config with their own
+    ``dataset`` node (:func:`dataset_node`); otherwise every dataset is composed.
+    """
+    names = item["datasets"]
+    out: dict[str, dict[str, Any]] = {}
+    for run in item["runs"]:
+        first = compose_one(f"{names[0]}/{run}", _overrides_of(item, f"{names[0]}/{run}"))
+        out[f"{names[0]}/{run}"] = first
+        swap = len(names) > 1
+        for i, name in enumerate(names[1:], 1):
+            rid = f"{name}/{run}"
+            if swap and i > 1:
+                out[rid] = {**copy.deepcopy(first), "dataset": dataset_node(name)}
+                continue
+            out[rid] = compose_one(rid, _overrides_of(item, rid))
+            if i == 1:
+                reused = {**copy.deepcopy(first), "dataset": dataset_node(name)}
+                swap = reused == out[rid]
+    return out
+
+
+def dataset_node(name: str) -> dict[str, Any]:
+    """The ``dataset`` node Hydra composes for ``dataset=<name>``: the registry file
+    ``conf/dataset/<name>.yaml``, read as Hydra reads it (OmegaConf), once per process."""
+    return copy.deepcopy(_dataset_node(name))
+
+
+@functools.cache
+def _dataset_node(name: str) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    path = conf_dir() / "dataset" / f"{name}.yaml"
+    if not path.is_file():
+        raise CompositionError(f"no dataset {name!r} in {path.parent}")
+    node = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(node, dict):
+        raise CompositionError(f"{path} must hold a mapping")
+    return node
+
+
+def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: str) -> None:
+    """The run's prepared directory must be what the experiment declares (its DVC dep)."""
+    name = (cfg.get("dataset") or {}).get("name")
+    declared = item["dataset"]
+    if item["datasets"] is not None:
+        return  # composed from the list
+    if declared in (name, ALL_PREPARED):
+        return
+    from .protocol import Variant
+    from .registry import get_spec
+    from .settings import data_settings
+
+    settings = data_settings(cfg)
+    dirname = None
+    if name is not None:
+        try:
+            dirname = Variant.of(get_spec(cfg["dataset"], settings.dataset_dirs), settings).dirname
+        except ValueError:
+            dirname = None
+    if declared != dirname:
+        raise CompositionError(
+            f"experiment {key!r}, run {rid!r} composes dataset {name!r} (prepared as "
+            f"{dirname!r}) but declares dataset {declared!r}; add dataset={declared} to its "
+            f"overrides, or declare dataset: {name} (or its variant directory {dirname})"
+        )
+
+
+def _split_list(cfg: Mapping[str, Any], splits: Any, key: str, rid: str) -> list[int]:
+    from .registry import get_spec
+    from .settings import data_settings
+
+    spec = get_spec(cfg["dataset"], data_settings(cfg).dataset_dirs)
+    if spec.n_splits is None:
+        raise CompositionError(
+            f"experiment {key!r}, run {rid!r}: 'splits' needs a dataset that ships indexed "
+            f"splits (the ordinal datasets); {spec.name!r} has none"
+        )
+    if splits == "all":
+        return list(range(spec.n_splits))
+    bad = [s for s in splits if s >= spec.n_splits]
+    if bad:
+        raise CompositionError(
+            f"experiment {key!r}, run {rid!r}: {spec.name!r} has splits 0..{spec.n_splits - 1}, "
+            f"not {bad}"
+        )
+    return list(splits)
 
 
 def _set(node: dict[str, Any], dotted: str, value: Any) -> None:

@@ -10,7 +10,10 @@ Metrics are in the paper's units (:mod:`projloss.metrics`):
 - multiclass: ``accuracy``, the percentage of correct classes.
 
 :func:`best_index` chooses lambda on the validation curve of one metric; ties go to the
-larger lambda (the more regularized model).
+smallest lambda (``ties="smallest"``: the first best value of the ascending grid, as
+``np.argmin`` over the paper's grid and scikit-learn's ``GridSearchCV`` over an ascending
+grid choose; the paper's numbers show this rule, see ``reports/README.md``) or to the
+largest (``ties="largest"``: the more regularized model).
 """
 
 from __future__ import annotations
@@ -110,13 +113,25 @@ def score(metrics: Sequence[Metric], y_true: Any, y_pred: Any) -> dict[str, floa
     return {m.name: m(y_true, y_pred) for m in metrics}
 
 
-def best_index(lambdas: Sequence[float | None], values: Sequence[float], greater: bool) -> int:
-    """Index of the best value (NaN never wins); ties go to the larger lambda."""
+#: valid values of ``lambdas.ties``
+TIES = ("smallest", "largest")
+
+
+def best_index(
+    lambdas: Sequence[float | None],
+    values: Sequence[float],
+    greater: bool,
+    ties: str = "smallest",
+) -> int:
+    """Index of the best value (NaN never wins); ties go to the ``ties`` lambda."""
+    if ties not in TIES:
+        raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {ties!r}")
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0 or np.all(np.isnan(v)):
         raise ValueError("no finite validation score to choose lambda from")
     key = np.where(np.isnan(v), -np.inf if greater else np.inf, v)
     target = key.max() if greater else key.min()
-    ties = np.flatnonzero(key == target)
+    tied = np.flatnonzero(key == target)
     lam = np.array([-np.inf if x is None else x for x in lambdas], dtype=np.float64)
-    return int(ties[np.argmax(lam[ties])])
+    pick = np.argmin if ties == "smallest" else np.argmax
+    return int(tied[pick(lam[tied])])

@@ -77,9 +77,12 @@ def fetch(params: Mapping[str, Any]) -> None:
 
 
 def preprocess(params: Mapping[str, Any]) -> None:
-    """Prepare the ``datasets`` selection with the ``data`` settings, and each dataset's
-    default variant (the paper's protocol) too: ``data/prepared/<dataset>/`` is the DVC
-    dependency of the experiments on that dataset, whatever the settings."""
+    """Prepare the ``datasets`` selection with the ``data`` settings, each dataset's
+    default variant (the paper's protocol) too -- ``data/prepared/<dataset>/`` is the DVC
+    dependency of the experiments on that dataset, whatever the settings -- and every
+    variant an experiment may choose with its own ``data`` / ``splits`` keys: each
+    orreview split of the ordinal datasets and ``drop_empty`` of the multilabel ones (so
+    that editing an experiment never re-runs this stage)."""
     from .protocol import Variant
     from .registry import select
     from .settings import PROTOCOL_DEFAULTS, data_settings
@@ -89,11 +92,21 @@ def preprocess(params: Mapping[str, Any]) -> None:
     selection = params.get("datasets", "mirrored")
     cache = core.RawCache()
     core.run({"data": data, "datasets": selection, "report": True}, cache=cache)
-    defaults = data_settings(data).replace(**PROTOCOL_DEFAULTS)
+    settings = data_settings(data)
+    defaults = settings.replace(**PROTOCOL_DEFAULTS)
+    start, count = time.perf_counter(), 0
     for spec in select(selection, defaults.dataset_dirs):
-        variant = Variant.of(spec, defaults)
-        if not core.is_current(defaults.prepared_dir / variant.dirname, variant, None):
-            core.prepare(spec, defaults, variant.split, cache)
+        wanted = [(defaults, None)]
+        if spec.n_splits is not None:
+            wanted += [(settings, split) for split in range(spec.n_splits)]
+        if spec.task == "multilabel":
+            wanted += [(settings.replace(drop_empty=not settings.drop_empty), None)]
+        for chosen, split in wanted:
+            variant = Variant.of(spec, chosen, split)
+            if not core.is_current(chosen.prepared_dir / variant.dirname, variant, None):
+                core.prepare(spec, chosen, variant.split, cache)
+                count += 1
+    log.info("prepared %d other variant(s) in %.1f s", count, time.perf_counter() - start)
 
 
 class _DataCache:
@@ -153,10 +166,17 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     tracker = _tracker(params, key)
     cache = _DataCache()
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
+    swept: dict[str, dict[str, Any]] = {}
+    if item["splits"] is not None:
+        from . import splits
+
+        log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(runs), _n_jobs(params))
+        swept = splits.sweep(
+            runs, lambda rid, cfg_s, split: (cfg_s, comps[rid]), splits.tune_task, _n_jobs(params)
+        )
     for n, (rid, cfg) in enumerate(runs.items(), 1):
         comp = comps[rid]
         log.info("[%d/%d] tune %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
-        data = cache.get(cfg)
         with tracker.parent_run(
             task=comp.task,
             name=f"{key}/{rid}",
@@ -164,11 +184,35 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
             params=run_params(cfg),
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
-            tuned = core.run(cfg, data, tracker, composition=comp)
+            if cfg.get("splits") is None:
+                tuned = core.run(cfg, cache.get(cfg), tracker, composition=comp)
+            else:
+                tuned = _log_tuned_splits(swept[rid], tracker)
         out["runs"][rid] = {"config": cfg, "run_id": run_id, "tune": tuned}
     path = _out(TUNING_DIR / f"{key}.json")
     write_json(path, out)
     return path
+
+
+def _n_jobs(params: Mapping[str, Any]) -> int:
+    """``n_jobs`` of params.yaml: the parallel jobs of split sweeps (-1: every core)."""
+    value = params.get("n_jobs", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0:
+        from .composition import CompositionError
+
+        raise CompositionError(f"n_jobs must be a non-zero integer (-1: every core), got {value!r}")
+    return value
+
+
+def _log_tuned_splits(tuned: Mapping[str, Any], tracker: Any) -> dict[str, Any]:
+    """Log a split sweep's tuning to its parent run: the chosen lambda and validation
+    value of each split as metric steps (no child run per lambda: thirty splits would
+    make thousands); the JSON keeps every validation curve."""
+    for split, t in tuned.items():
+        step = {f"val.{m}": sel["value"] for m, sel in t["selected"].items()}
+        step.update({f"lambda.{m}": sel["lambda"] for m, sel in t["selected"].items()})
+        tracker.log_metrics({k: v for k, v in step.items() if v is not None}, step=int(split))
+    return {"splits": dict(tuned), "seconds": sum(t["seconds"] for t in tuned.values())}
 
 
 def _tuning(key: str) -> dict[str, Any]:
@@ -187,11 +231,27 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
     tuning = _tuning(key)
     cache = _DataCache()
     root = _out(MODELS_DIR / key)
+    swept = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
+    if swept:
+        from . import splits
+
+        log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), _n_jobs(params))
+        splits.sweep(
+            swept,
+            lambda rid, cfg_s, split: (
+                cfg_s,
+                tuning["runs"][rid]["tune"]["splits"][str(split)],
+                root / rid / f"split{split:02d}",
+            ),
+            splits.refit_task,
+            _n_jobs(params),
+        )
     for n, (rid, entry) in enumerate(tuning["runs"].items(), 1):
+        if rid in swept:
+            continue
         log.info("[%d/%d] refit %s/%s", n, len(tuning["runs"]), key, rid)
         cfg = entry["config"]
-        refitted = core.run(cfg, cache.get(cfg), entry["tune"])
-        core.save(refitted, root / rid)
+        core.save(core.run(cfg, cache.get(cfg), entry["tune"]), root / rid)
     return root
 
 
@@ -207,35 +267,102 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
     tracker = _tracker(params, key)
     cache = _DataCache()
     metrics: dict[str, Any] = {}
+    swept_cfg = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
+    swept: dict[str, dict[str, Any]] = {}
+    if swept_cfg:
+        from . import splits
+
+        comps = {rid: validate(cfg) for rid, cfg in swept_cfg.items()}
+        swept = splits.sweep(
+            swept_cfg,
+            lambda rid, cfg_s, split: (
+                cfg_s,
+                tuning["runs"][rid]["tune"]["splits"][str(split)],
+                _out(MODELS_DIR / key / rid / f"split{split:02d}"),
+                comps[rid],
+            ),
+            splits.evaluate_task,
+            _n_jobs(params),
+        )
     for rid, entry in tuning["runs"].items():
         start = time.perf_counter()
         cfg = entry["config"]
         comp = validate(cfg)
-        refitted = refit_core.load(_out(MODELS_DIR / key / rid))
+        record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}
         with tracker.parent_run(
             task=comp.task,
             name=f"{key}/{rid}",
             tags=_run_tags(comp, key, rid),
             run_id=entry.get("run_id"),
         ):
-            result = core.run(
-                cfg,
-                cache.get(cfg),
-                entry["tune"],
-                refitted,
-                tracker,
-                out_dir=_out(EVAL_DIR / key / rid),
-                composition=comp,
-            )
+            if cfg.get("splits") is None:
+                result = core.run(
+                    cfg,
+                    cache.get(cfg),
+                    entry["tune"],
+                    refit_core.load(_out(MODELS_DIR / key / rid)),
+                    tracker,
+                    out_dir=_out(EVAL_DIR / key / rid),
+                    composition=comp,
+                    record=record,
+                )
+            else:
+                result = _log_evaluated_splits(swept[rid], comp, entry, key, rid, tracker, record)
         seconds = time.perf_counter() - start + float(entry["tune"].get("seconds", 0.0))
         log.info("%s/%s: %s", key, rid, core.summary_line(comp, result, seconds))
         metrics[rid] = {
             "test": result["headline"],
             "lambda": {k: v for k, v in result["lambda"].items() if v is not None},
         }
+        if "std" in result:
+            metrics[rid]["test_std"] = result["std"]
     path = _out(METRICS_DIR / f"{key}.json")
     write_json(path, metrics)
     return path
+
+
+def _log_evaluated_splits(
+    per_split: Mapping[str, Any],
+    comp: Any,
+    entry: Mapping[str, Any],
+    key: str,
+    rid: str,
+    tracker: Any,
+    record: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Log a split sweep's test values as metric steps and their mean and std (ddof 0)
+    to the parent run; write one ``results.json`` with every split (no models,
+    predictions or figures per split: thirty of each)."""
+    import numpy as np
+
+    from .fileio import write_json
+
+    for split, res in per_split.items():
+        step = {f"test.{m}.split": v for m, v in res["headline"].items()}
+        step.update({f"lambda.{m}.split": v for m, v in res["lambda"].items() if v is not None})
+        tracker.log_metrics(step, step=int(split))
+    first = next(iter(per_split.values()))
+    values = {
+        m: np.array([r["headline"][m] for r in per_split.values()]) for m in first["headline"]
+    }
+    mean = {m: float(v.mean()) for m, v in values.items()}
+    std = {m: float(v.std()) for m, v in values.items()}
+    summary = {f"test.{m}": v for m, v in mean.items()}
+    summary.update({f"test.{m}.std": v for m, v in std.items()})
+    summary["n_splits"] = float(len(per_split))
+    tracker.log_metrics(summary)
+    result = {
+        "headline": mean,
+        "std": std,
+        "lambda": {m: None for m in first["lambda"]},
+        "n_splits": len(per_split),
+        "composition": comp.tags(),
+    }
+    write_json(
+        _out(EVAL_DIR / key / rid / "results.json"),
+        {**record, **result, "splits": dict(per_split), "tune": dict(entry["tune"])},
+    )
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -249,21 +376,39 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.stage in ("tune", "refit", "evaluate") and not args.experiment:
         parser.error(f"the {args.stage} stage needs an experiment key")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    start = time.perf_counter()
+    # One BLAS thread for the whole stage: the fits are small, and on a busy machine a
+    # multi-threaded OpenBLAS spin-waits (measured: polynomial-kernel fits 10x slower on
+    # a 2-core machine with one core taken). The solver limits its own loop already.
+    from threadpoolctl import threadpool_limits
+
     from ._hydra import expected_errors
-    from .experiments import load_params
 
     try:
-        params = load_params(args.params)
-        if args.stage == "fetch":
-            fetch(params)
-        elif args.stage == "preprocess":
-            preprocess(params)
-        else:
-            stage = {"tune": tune, "refit": refit, "evaluate": evaluate}[args.stage]
-            stage(params, args.experiment)
+        with threadpool_limits(limits=1, user_api="blas"):
+            _run_stage(args)
+        log.info(
+            "stage %s%s done in %.1f s (imports included)",
+            args.stage,
+            f"@{args.experiment}" if args.experiment else "",
+            time.perf_counter() - start,
+        )
     except expected_errors() as exc:
         log.error("error: %s", exc)
         sys.exit(1)
+
+
+def _run_stage(args: argparse.Namespace) -> None:
+    from .experiments import load_params
+
+    params = load_params(args.params)
+    if args.stage == "fetch":
+        fetch(params)
+    elif args.stage == "preprocess":
+        preprocess(params)
+    else:
+        stage = {"tune": tune, "refit": refit, "evaluate": evaluate}[args.stage]
+        stage(params, args.experiment)
 
 
 if __name__ == "__main__":

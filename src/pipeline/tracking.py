@@ -191,8 +191,9 @@ class Tracker:
         """Record one nested run (one lambda) under the active parent run."""
         return None
 
-    def log_metrics(self, metrics: Mapping[str, float]) -> None:
-        """Log numeric metrics to the active parent run (non-finite values skipped)."""
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Log numeric metrics to the active parent run (non-finite values skipped), at
+        ``step`` when given (e.g. the split index of a split sweep)."""
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         """Set tags of the active parent run."""
@@ -304,10 +305,10 @@ class MLflowTracker(Tracker):
         self.client.set_terminated(child.info.run_id)
         return child.info.run_id
 
-    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         clean = {k: float(v) for k, v in metrics.items() if _finite(v)}
         if clean:
-            self._mlflow.log_metrics(clean)
+            self._mlflow.log_metrics(clean, step=step)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         self._mlflow.set_tags(dict(tags))

@@ -173,8 +173,9 @@ class HammingLoss(TargetLoss):
 
     With ``event_ndim=2`` it is the entrywise Hamming loss between ``k x k`` 0/1 matrices,
     the metric of the paper's label-ranking tables; on permutation matrices it equals twice
-    :class:`RankingHammingLoss`, so both decode identically on the Birkhoff polytope, but
-    this one also decodes sensibly on the cube and on row-stochastic matrices.
+    :class:`RankingHammingLoss`, so both decode identically on the Birkhoff polytope and on
+    row-stochastic matrices; on the cube this one thresholds :math:`u` at 1/2 (it counts
+    extra marks as errors), :class:`RankingHammingLoss` at 0.
     """
 
     name: ClassVar[str] = "hamming"
@@ -214,13 +215,28 @@ class RankingHammingLoss(TargetLoss):
 
     :math:`L(\hat y, y) = \sum_r 1[\hat y_r \neq y_r] = k - \langle\psi(\hat y), \varphi(y)\rangle`
     with permutation matrices: :math:`V = -I`, :math:`b = 0`, :math:`c(y) = k` (Appendix A).
-    Also valid for outputs that are maps rank -> label (vertices of the row-stochastic
-    matrices).
+    Calibrated decoding is :math:`\mathrm{MAP}_D(u)`, the decoding of the paper's reference
+    implementation (its ``predict`` without ``V`` and ``b``).
+
+    ``outputs="rankings"`` (default): outputs are maps rank -> label ``(..., k)``
+    (permutations, or any map: the vertices of the row-stochastic matrices).
+    ``outputs="matrices"``: outputs are 0/1 matrices ``(..., k, k)`` ``[rank, label]`` (the
+    vertices of the cube, the paper's Table 1 :math:`[0,1]^{k\times k}` decoder); the same
+    decomposition then counts the ranks whose true label the output does not mark,
+    :math:`k - \sum_r \hat Y_{r, y_r}` (extra marks cost nothing, so the calibrated
+    decoding over the cube, :math:`\hat Y = 1[u > 0]`, marks every entry with positive
+    mass). On permutations all definitions agree. Truths are permutations either way.
     """
 
     name: ClassVar[str] = "hamming_ranking"
-    decoders: ClassVar[tuple[str, ...]] = ("birkhoff", "row_simplex")
+    decoders: ClassVar[tuple[str, ...]] = ("birkhoff", "row_simplex", "cube")
     event_ndim = 2
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("rankings", "matrices")
+
+    def __init__(self, outputs: str = "rankings") -> None:
+        if outputs not in self.OUTPUTS:
+            raise ValueError(f"unknown outputs {outputs!r}; valid: {list(self.OUTPUTS)}")
+        self.outputs = outputs
 
     def apply_V(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         return -u
@@ -228,15 +244,41 @@ class RankingHammingLoss(TargetLoss):
     def c(self, phi_y: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.full(phi_y.shape[:-2], float(phi_y.shape[-1]))
 
-    def psi(self, yhat: ArrayLike) -> NDArray[np.float64]:
-        arr = _as_int(yhat, "yhat")
+    @staticmethod
+    def _maps(y: ArrayLike, name: str) -> NDArray[np.float64]:
+        arr = _as_int(y, name)
         k = arr.shape[-1]
         if arr.min(initial=0) < 0 or arr.max(initial=0) >= k:
             raise ValueError(f"rankings must hold labels in 0..{k - 1}")
         return permutation_matrix(arr)
 
+    def psi(self, yhat: ArrayLike) -> NDArray[np.float64]:
+        if self.outputs == "matrices":
+            return _check_01_matrices(yhat, "yhat")
+        return self._maps(yhat, "yhat")
+
+    def phi(self, y: ArrayLike) -> NDArray[np.float64]:
+        return self._maps(y, "y")
+
     def loss(self, yhat: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+        if self.outputs == "matrices":
+            Y = _check_01_matrices(yhat, "yhat")
+            y = _as_int(y, "y")
+            marked = np.take_along_axis(Y, y[..., None], axis=-1)[..., 0]
+            return y.shape[-1] - np.sum(marked, axis=-1)
         return np.sum(np.asarray(yhat) != np.asarray(y), axis=-1).astype(np.float64)
+
+    def get_params(self) -> dict[str, Any]:
+        return {"outputs": self.outputs}
+
+
+def _check_01_matrices(m: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = np.asarray(m, dtype=np.float64)
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"{name} must hold k x k matrices on its last two axes, got {arr.shape}")
+    if not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name} must hold 0/1 matrices")
+    return arr
 
 
 class AbsoluteLoss(TargetLoss):

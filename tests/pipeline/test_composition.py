@@ -280,6 +280,7 @@ def test_lambda_grid() -> None:
         {"low": 1, "high": 0.5, "num": 3},
         {"low": 1e-3, "high": 1, "num": 0},
         {"low": 1e-3, "high": 1, "num": 2.5},
+        {"low": 1e-3, "high": 1, "num": 3, "ties": "first"},
     ]
     for bad in bad_grids:
         with pytest.raises(CompositionError, match="lambdas"):

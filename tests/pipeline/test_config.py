@@ -76,7 +76,7 @@ def test_defaults_and_task_overrides() -> None:
         "iris",
     )
     assert (cfg.geometry.name, cfg.model.name) == ("euclidean", "linear")
-    assert dict(cfg.lambdas) == {"low": 1e-4, "high": 1e4, "num": 10}
+    assert dict(cfg.lambdas) == {"low": 1e-4, "high": 1e4, "num": 10, "ties": "smallest"}
     assert cfg.data.seed == cfg.seed == 0
     assert compose_one(["seed=3"]).data.seed == 3
     # a task sets its own default dataset and set...
@@ -134,9 +134,9 @@ def test_multirun_sweeps_the_task_datasets() -> None:
 
 
 def test_experiments_group() -> None:
-    cfg = compose_one(["task=multilabel", "set=unit_cube", "model=poly"])
+    cfg = compose_one(["task=multilabel", "set=unit_cube", "model=poly", "experiments=default"])
     exps = OmegaConf.to_container(cfg.experiments, resolve=True)
-    assert {"current", "t1-iris"} <= set(exps)
+    assert set(exps) == {"current", "t1-iris"}
     current = exps["current"]
     assert current["dataset"] == "emotions"
     assert current["overrides"] == ["task=multilabel", "dataset=emotions"]
@@ -146,3 +146,16 @@ def test_experiments_group() -> None:
     assert t1["dataset"] == "iris" and len(t1["runs"]) == 6
     smoke = OmegaConf.to_container(compose_one(["experiments=smoke"]).experiments)
     assert set(smoke) == {"smoke-cube", "smoke-birkhoff"}
+    # the default list: the paper's tables (conf/experiments/paper.yaml), `current` included
+    paper = OmegaConf.to_container(compose_one([]).experiments, resolve=True)
+    assert (
+        paper["current"]
+        == OmegaConf.to_container(compose_one(["experiments=default"]).experiments, resolve=True)[
+            "current"
+        ]
+    )
+    lr = [k for k in paper if k.startswith("lr-")]
+    assert len(lr) == 6 and all(len(paper[k]["runs"]) == 15 for k in lr)
+    assert paper["ord"]["dataset"] == "." and len(paper["ord"]["datasets"]) == 16
+    assert paper["ord-splits"]["splits"] == "all"
+    assert paper["ml"]["data"] == {"drop_empty": True} and "birds" in paper["ml"]["datasets"]

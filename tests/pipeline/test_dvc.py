@@ -92,7 +92,7 @@ def test_dvc_repro(repo: Path) -> None:
     # 1. every stage runs
     first = _run([*dvc, "repro"], repo, env).stdout
     experiments = ("smoke-cube", "smoke-birkhoff")
-    stages = {"fetch", "preprocess"} | {
+    stages = {"fetch", "preprocess", "report"} | {
         f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
     }
     assert _ran(first) == stages
@@ -113,6 +113,8 @@ def test_dvc_repro(repo: Path) -> None:
         assert parent.data.metrics["test.hamming"] == pytest.approx(metrics[run]["test"]["hamming"])
         assert parent.data.tags["group"] == key and parent.info.status == "FINISHED"
     assert (repo / "mlartifacts").is_dir()
+    # the report stage builds the paper's tables from whatever experiments ran
+    assert (repo / "reports/README.md").is_file() and (repo / "reports/table1.csv").is_file()
 
     # 2. nothing changed: nothing runs
     second = _run([*dvc, "repro"], repo, env).stdout
@@ -129,6 +131,6 @@ def test_dvc_repro(repo: Path) -> None:
     diff = _run([*dvc, "params", "diff"], repo, env).stdout
     assert "experiments.smoke-cube" in diff
     third = _run([*dvc, "repro"], repo, env).stdout
-    assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube"}
+    assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube", "report"}
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3

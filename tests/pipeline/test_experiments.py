@@ -14,10 +14,13 @@ from pipeline.params import compose_params
 
 @pytest.fixture(scope="module")
 def params() -> dict:
-    return yaml.safe_load(compose_params(["task=multilabel", "set=unit_cube", "model=poly"]))
+    return yaml.safe_load(
+        compose_params(["task=multilabel", "set=unit_cube", "model=poly", "experiments=default"])
+    )
 
 
-def test_table_row_runs(params: dict) -> None:
+def test_table_row_runs(params: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)  # data.mirror as params.yaml says
     runs = compose_runs(params, "t1-iris")
     assert list(runs) == [
         "cube-cube",
@@ -57,7 +60,7 @@ def test_globals_come_from_params_unless_the_experiment_pins_them(params: dict) 
     p["data"]["seed"] = 7
     p["experiments"]["t1-iris"]["runs"]["cube-cube"].append("lambdas.num=2")
     runs = compose_runs(p, "t1-iris")
-    assert runs["cube-cube"]["lambdas"] == {"low": 1e-4, "high": 1e4, "num": 2}
+    assert runs["cube-cube"]["lambdas"] == {"low": 1e-4, "high": 1e4, "num": 2, "ties": "smallest"}
     assert runs["birkhoff-birkhoff"]["lambdas"]["num"] == 4
     assert runs["birkhoff-birkhoff"]["seed"] == runs["birkhoff-birkhoff"]["data"]["seed"] == 7
 
@@ -101,3 +104,93 @@ def test_mirror_variable(params: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     assert data_node(p)["mirror"] == "/explicit"  # an explicit setting wins
     monkeypatch.delenv("PROJLOSS_MIRROR")
     assert data_node(params)["mirror"] == "../shared/datasets"
+
+
+@pytest.fixture(scope="module")
+def paper_params() -> dict:
+    params = yaml.safe_load(compose_params([]))
+    # a one-dataset experiment on a prepared variant
+    params["experiments"]["ml-birds"] = {
+        "dataset": "birds+drop_empty",
+        "data": {"drop_empty": True},
+        "overrides": ["task=multilabel", "dataset=birds"],
+        "runs": {"k": ["set=knapsack"]},
+    }
+    return params
+
+
+def test_multi_dataset_experiment(paper_params: dict) -> None:
+    """`datasets`: every run on every dataset (ids <dataset>/<run>); the configs reusing
+    the first dataset's composition equal Hydra's own composition of each dataset."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from pipeline.paths import conf_dir
+
+    p = copy.deepcopy(paper_params)
+    item = p["experiments"]["ord"]
+    assert len(item["datasets"]) == 16 and len(item["runs"]) == 5
+    item["datasets"] = ["car", "ERA", "tae", "winequality-red"]
+    item["runs"] = {k: item["runs"][k] for k in ("ridge-round", "order_simplex-order_simplex")}
+    runs = compose_runs(p, "ord")
+    assert len(runs) == 4 * 2
+    assert list(runs)[:2] == ["car/ridge-round", "ERA/ridge-round"]
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        for rid in ("tae/ridge-round", "winequality-red/order_simplex-order_simplex"):
+            dataset, run = rid.split("/")
+            overrides = [*item["overrides"], f"dataset={dataset}", *item["runs"][run]]
+            direct = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+            for key in ("experiments", "lambdas", "seed", "warm_start", "progress", "data"):
+                direct.pop(key, None)
+            ours = {k: v for k, v in runs[rid].items() if k in direct}
+            assert ours == direct, rid
+    comp = validate(runs["tae/ridge-round"])
+    assert (comp.dataset, comp.kind, comp.decoder_params) == ("tae", "round", {"clip": False})
+    assert all("splits" not in cfg for cfg in runs.values())
+
+
+def test_splits_and_data_variants(paper_params: dict) -> None:
+    p = copy.deepcopy(paper_params)
+    exps = p["experiments"]
+    exps["ord-splits"].update(datasets=["car", "tae"], runs={"median": ["model=median"]})
+    runs = compose_runs(p, "ord-splits")
+    assert list(runs) == ["car/median", "tae/median"]
+    assert runs["car/median"]["splits"] == list(range(30))
+    exps["ord-splits"]["splits"] = [3, 5]
+    assert compose_runs(p, "ord-splits")["tae/median"]["splits"] == [3, 5]
+    exps["ord-splits"]["splits"] = [30]
+    with pytest.raises(CompositionError, match=r"splits 0..29, not \[30\]"):
+        compose_runs(p, "ord-splits")
+    (cfg,) = compose_runs(p, "ml-birds").values()
+    assert cfg["data"]["drop_empty"] is True and cfg["data"]["seed"] == p["data"]["seed"]
+    exps["ml-birds"]["dataset"] = "birds"  # the dataset's name is accepted too
+    compose_runs(p, "ml-birds")
+    exps["ml-birds"]["dataset"] = "birds+split1"
+    with pytest.raises(CompositionError, match=r"prepared as 'birds\+drop_empty'"):
+        compose_runs(p, "ml-birds")
+    exps["lr-iris"].update(splits="all", dataset=".", datasets=["iris"], runs={"a": []})
+    with pytest.raises(CompositionError, match="ships indexed splits"):
+        compose_runs(p, "lr-iris")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda e: e.update(data={"seed": 3}), "may set .*drop_empty.*not \\['seed'\\]"),
+        (lambda e: e.update(splits="some"), "'splits' must be 'all' or a list"),
+        (lambda e: e.update(splits=[0, -1]), "'splits' must be 'all' or a list"),
+        (lambda e: e.update(datasets=[]), "'datasets' must be a non-empty list"),
+        (lambda e: e.update(datasets=["ERA"]), "must be '\\.'"),
+        (lambda e: e.update(dataset="."), "needs a 'datasets' list"),
+        (lambda e: e.update(splits="all"), "must be '\\.'"),
+        (
+            lambda e: e.update(splits="all", data={"ordinal_split": 2}),
+            "either 'splits' or data.ordinal_split",
+        ),
+    ],
+)
+def test_invalid_variant_keys(paper_params: dict, change, message: str) -> None:
+    p = copy.deepcopy(paper_params)
+    change(p["experiments"]["ml-birds"])
+    with pytest.raises(CompositionError, match=message):
+        get_experiment(p, "ml-birds")

@@ -57,9 +57,15 @@ def test_best_index() -> None:
     lams = [1e-2, 1e-1, 1.0, 10.0]
     assert best_index(lams, [3.0, 1.0, 2.0, 5.0], greater=False) == 1
     assert best_index(lams, [3.0, 1.0, 2.0, 5.0], greater=True) == 3
-    # ties go to the larger lambda, NaN never wins
-    assert best_index(lams, [1.0, 2.0, 1.0, np.nan], greater=False) == 2
-    assert best_index(lams, [np.nan, 2.0, 2.0, 1.0], greater=True) == 2
+    # ties go to the smallest lambda (the first of the grid) by default, NaN never wins
+    assert best_index(lams, [1.0, 2.0, 1.0, np.nan], greater=False) == 0
+    assert best_index(lams, [np.nan, 2.0, 2.0, 1.0], greater=True) == 1
+    assert best_index(lams[::-1], [1.0, 2.0, 1.0, np.nan], greater=False) == 2  # by value
+    # ties="largest": the most regularized model
+    assert best_index(lams, [1.0, 2.0, 1.0, np.nan], greater=False, ties="largest") == 2
+    assert best_index(lams, [np.nan, 2.0, 2.0, 1.0], greater=True, ties="largest") == 2
+    with pytest.raises(ValueError, match="lambdas.ties must be one of"):
+        best_index(lams, [1.0] * 4, greater=True, ties="middle")
     assert best_index([None], [4.0], greater=False) == 0
     with pytest.raises(ValueError, match="no finite"):
         best_index(lams, [np.nan] * 4, greater=True)

@@ -82,6 +82,27 @@ def test_ranking_hamming_permutations_and_maps(k):
     )
 
 
+def test_ranking_hamming_on_cube_outputs():
+    """outputs='matrices': every 0/1 3x3 matrix against every permutation; the direct loss
+    counts the ranks whose true label is not marked; on permutation matrices it is the
+    ranking Hamming loss; the calibrated decoding over the cube is 1[u > 0]."""
+    loss = RankingHammingLoss(outputs="matrices")
+    M = binary((3, 3))
+    direct = check_decomposition(loss, M, perms(3))
+    a, b = all_pairs(M, perms(3))
+    missed = [sum(m[r, t[r]] == 0 for r in range(3)) for m, t in zip(a, b, strict=True)]
+    np.testing.assert_array_equal(direct, missed)
+    P, Q = all_pairs(perms(3), perms(3))
+    np.testing.assert_array_equal(loss.loss(np.eye(3)[P], Q), RankingHammingLoss().loss(P, Q))
+    u = np.random.default_rng(0).uniform(-1, 1, size=(5, 3, 3))
+    np.testing.assert_array_equal(make_set("cube").argmax(loss.scores(u)), u > 0)
+    assert "cube" in loss.decoders
+    with pytest.raises(ValueError, match="unknown outputs 'sets'"):
+        RankingHammingLoss(outputs="sets")
+    with pytest.raises(ValueError, match="0/1 matrices"):
+        loss.psi(np.full((1, 3, 3), 0.5))
+
+
 def test_absolute_loss_ordinal():
     k = 6
     y = np.arange(1, k + 1)

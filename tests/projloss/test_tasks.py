@@ -79,9 +79,11 @@ def test_defaults():
             ("label_ranking", "birkhoff", "euclidean", "order_simplex"),
             r"cannot produce outputs for the label_ranking task",
         ),
+        # the ranking Hamming loss decodes on the cube (V = -I: 1[u > 0], the paper's Table 1)
+        (("label_ranking", "birkhoff", "euclidean", "cube", "hamming_ranking"), None),
         (
-            ("label_ranking", "birkhoff", "euclidean", "cube", "hamming_ranking"),
-            r"'hamming_ranking' does not decompose.*'cube'.*\['hamming'\]",
+            ("label_ranking", "permutahedron", "euclidean", "permutahedron", "hamming_ranking"),
+            r"'hamming_ranking' does not decompose.*'permutahedron'.*\['spearman'\]",
         ),
         (
             ("label_ranking", "birkhoff", "euclidean", "birkhoff", "absolute"),
@@ -105,7 +107,7 @@ def test_defaults():
 )
 def test_invalid_compositions_name_the_problem(args, pattern):
     if pattern is None:
-        check_composition(*args)  # valid: R^k_+ contains the permuted (positive) weights
+        check_composition(*args)  # valid (e.g. R^k_+ contains the permuted positive weights)
         return
     with pytest.raises(ValueError, match=pattern):
         check_composition(*args)

@@ -41,6 +41,13 @@ RESULTS = "results.json"
 def summary_line(comp: Composition, result: Mapping[str, Any], seconds: float) -> str:
     """``dataset | task composition | lambda | test metrics | seconds`` on one line."""
     lambdas = result["lambda"]
+    if "n_splits" in result:
+        lam = f"lambda per split, {result['n_splits']} splits"
+        std = result.get("std", {})
+        test = " ".join(
+            f"{k}={v:.3f}+-{std.get(k, 0.0):.3f}" for k, v in result["headline"].items()
+        )
+        return f"{comp.dataset} | {comp.task} {comp.label} | {lam} | test {test} | {seconds:.1f} s"
     if all(v is None for v in lambdas.values()):
         lam = "no lambda"
     elif len(set(lambdas.values())) == 1:
@@ -76,10 +83,12 @@ def run(
     *,
     out_dir: Path | None = None,
     composition: Composition | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score ``refitted`` on ``data.test``, log it; return the JSON-able test results:
     ``test`` (selection metric -> metric -> value), ``headline``, ``lambda`` (selection
-    metric -> lambda) and ``seconds``."""
+    metric -> lambda) and ``seconds``. ``record``: extra entries of ``results.json``
+    (e.g. the MLflow run id, the experiment and run keys)."""
     start = time.perf_counter()
     cfg = to_plain(cfg)
     comp = composition or validate(cfg)
@@ -106,6 +115,8 @@ def run(
         "lambda": lambdas,
         "composition": comp.tags(),
         "refit": {str(i): fit for i, fit in refitted.fits.items()},
+        "n_test": int(X.shape[0]),
+        "y_shape": list(np.asarray(y).shape[1:]),  # per sample: (k,) rankings/labels, ()
     }
     settings = tracker.settings
     with contextlib.ExitStack() as stack:
@@ -122,7 +133,7 @@ def run(
                 np.savez_compressed(f, **arrays)
             tracker.log_artifact(pred_path)
             if out_dir is not None:  # every number of the run, for reports built offline
-                write_json(directory / RESULTS, {**result, "tune": dict(tuned)})
+                write_json(directory / RESULTS, {**(record or {}), **result, "tune": dict(tuned)})
             if settings.figures:
                 n_heat = settings.heatmap_samples
                 for path in _figures(comp, data, tuned, refitted, select_by, directory, n_heat):

@@ -5,7 +5,7 @@ the training split and scored on the validation split with every metric of the t
 (``task.metrics``); lambda is then chosen separately for each metric of
 ``task.select_by`` (paper §6 / Appendix B: "we select the best hyperparameter on the
 validation set"; an accuracy table and an F1 table may pick different lambdas). Ties go to
-the larger lambda.
+the smallest lambda unless ``lambdas.ties: largest`` (:func:`pipeline.scoring.best_index`).
 
 With ``warm_start: true`` the grid is fitted from the largest lambda to the smallest, each
 fit starting from the previous solution: the problems are strongly convex, so the optimum
@@ -109,10 +109,11 @@ def run(
             child_metrics["n_iter"] = float(n_iter[i])
         tracker.child_run(_lambda_name(lam), {"lambda": lam}, child_metrics)
 
+    ties = str((cfg.get("lambdas") or {}).get("ties", "smallest"))
     selected = {}
     for name in select_by:
         greater = next(m.greater_is_better for m in metrics if m.name == name)
-        i = best_index(grid, values[name], greater)
+        i = best_index(grid, values[name], greater, ties=ties)
         selected[name] = {"index": i, "lambda": grid[i], "value": values[name][i]}
     n_bad = sum(not c for c in converged)
     if n_bad:

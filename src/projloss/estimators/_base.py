@@ -7,7 +7,9 @@ Every estimator composes a projection set :math:`C`, a geometry :math:`\Psi`, a 
 .. math::
     \min_{W, b}\ \frac1n\sum_i S_C^\Psi(W f(x_i) + b, y_i) + \frac\alpha2\|W\|_F^2
 
-by L-BFGS (the intercept :math:`b` is not penalized) and predicts
+by L-BFGS (the intercept :math:`b` is not penalized, unless ``penalize_intercept``: then
+:math:`\frac\alpha2\|b\|^2` is added, as in the paper's reference implementation) and
+predicts
 :math:`\hat y = \mathrm{MAP}_D(-Vu - b_L)`, :math:`u = P_C^\Psi(W f(x) + b)`.
 
 The model features :math:`f(x)` are the inputs (``model="linear"``) or the polynomial
@@ -170,6 +172,7 @@ class ProjectionEstimatorBase(BaseEstimator):
             comp.geometry,
             alpha=float(self.alpha),
             fit_intercept=bool(self.fit_intercept),
+            penalize_intercept=bool(self.penalize_intercept),
             max_iter=int(self.max_iter),
             tol=float(self.tol),
             coef_init=coef_init,

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import Ridge
+from sklearn.preprocessing import add_dummy_feature
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..decoding import round_to_class
@@ -56,13 +57,23 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
 
     Minimizes :math:`\frac1{2n}\sum_i (\langle w, x_i\rangle + b - r_i)^2 + \frac\alpha2\|w\|^2`
     (the same scaling of ``alpha`` as the projection-loss estimators, so one
-    :math:`\lambda` grid serves both; the intercept is not penalized), with scikit-learn's
-    :class:`~sklearn.linear_model.Ridge` (``alpha * n_samples`` in its scaling).
+    :math:`\lambda` grid serves both; the intercept is not penalized unless
+    ``penalize_intercept``), with scikit-learn's :class:`~sklearn.linear_model.Ridge`
+    (``alpha * n_samples`` in its scaling).
 
     Parameters
     ----------
     alpha : float, default=1.0
     fit_intercept : bool, default=True
+    penalize_intercept : bool, default=False
+        Penalize the intercept like ``w`` (:math:`+\frac\alpha2 b^2`): ridge on the inputs
+        with a constant feature of 1s appended (``add_dummy_feature``), as the paper's
+        reference implementation does. Only with ``fit_intercept=True``.
+    clip : bool, default=True
+        ``True``: round to the nearest class (clipped to the range of the classes).
+        ``False``: the paper's literal "rounding to the closest integer" (its reference
+        implementation's ``np.round``): ridge on the numeric label values, rounded,
+        **not** clipped, so predictions may fall outside the classes (numeric labels only).
 
     Attributes
     ----------
@@ -70,9 +81,21 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
     ridge_ : the fitted :class:`~sklearn.linear_model.Ridge`.
     """
 
-    def __init__(self, alpha: float = 1.0, fit_intercept: bool = True) -> None:
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        fit_intercept: bool = True,
+        penalize_intercept: bool = False,
+        clip: bool = True,
+    ) -> None:
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
+        self.clip = clip
+
+    @property
+    def _dummy(self) -> bool:
+        return bool(self.fit_intercept and self.penalize_intercept)
 
     def fit(self, X: Any, y: Any) -> RidgeRoundingOrdinalRegressor:
         a = self.alpha
@@ -80,18 +103,31 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
             raise ValueError(f"alpha must be a finite number >= 0, got {a!r}")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
         ranks = self._fit_ordinal_labels(y, X.shape[0])
-        self.ridge_ = Ridge(alpha=float(a) * X.shape[0], fit_intercept=self.fit_intercept)
-        self.ridge_.fit(X, ranks.astype(np.float64))
+        target = ranks.astype(np.float64)
+        if not self.clip:
+            if not np.issubdtype(np.asarray(self.classes_).dtype, np.number):
+                raise ValueError(
+                    "clip=False (rounding to the closest integer) needs numeric labels, got "
+                    f"{np.asarray(self.classes_).dtype}; use clip=True"
+                )
+            target = np.asarray(self.classes_, dtype=np.float64)[ranks - 1]
+        fit_intercept = bool(self.fit_intercept) and not self._dummy
+        self.ridge_ = Ridge(alpha=float(a) * X.shape[0], fit_intercept=fit_intercept)
+        self.ridge_.fit(add_dummy_feature(X) if self._dummy else X, target)
         return self
 
     def predict_rank(self, X: Any) -> NDArray[np.float64]:
-        """The real-valued ridge prediction of the rank (before rounding)."""
+        """The real-valued ridge prediction before rounding: of the rank, or of the label
+        value when ``clip=False``."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self.ridge_.predict(X)
+        return self.ridge_.predict(add_dummy_feature(X) if self._dummy else X)
 
     def predict(self, X: Any) -> NDArray[Any]:
-        return self._ranks_to_labels(round_to_class(self.predict_rank(X), self.n_classes_))
+        z = self.predict_rank(X)
+        if not self.clip:
+            return np.floor(z + 0.5)  # the closest integer (halves up), not clipped
+        return self._ranks_to_labels(round_to_class(z, self.n_classes_))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

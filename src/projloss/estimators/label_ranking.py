@@ -55,7 +55,11 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
       ``"row_simplex"`` or ``"cube"`` (outputs are 0/1 matrices that need not be
       permutations — the paper's Table 1 baselines); projection set ``"reals"``,
       ``"nonneg"``, ``"cube"``, ``"row_simplex"`` or ``"birkhoff"``; target loss
-      ``"hamming"`` (entrywise, the paper's metric; default) or ``"hamming_ranking"``;
+      ``"hamming"`` (entrywise, the paper's metric; default: decoding
+      :math:`\mathrm{MAP}_D(2u - 1)`) or ``"hamming_ranking"`` (:math:`V = -I`, decoding
+      :math:`\mathrm{MAP}_D(u)`, the loss the paper's tables are calibrated for). Both decode
+      identically on ``"birkhoff"`` and ``"row_simplex"``; on ``"cube"`` the first thresholds
+      :math:`u` at 1/2, the second at 0 (the paper's Table 1 cube column);
     - permuted weights ``w`` (default ``(k, ..., 1)``): decoding set ``"permutahedron"``,
       projection set ``"permutahedron"``, ``"reals"`` or ``"nonneg"``; target loss
       ``"spearman"`` (decoding = sorting :math:`u`).
@@ -73,7 +77,12 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     alpha : float, default=1.0
         The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
     fit_intercept : bool, default=True
-        Fit an intercept (not penalized).
+        Fit an intercept (not penalized unless ``penalize_intercept``).
+    penalize_intercept : bool, default=False
+        Penalize the intercept with :math:`W`, i.e. add :math:`\frac\alpha2\|b\|^2`: the
+        intercept is the weight of a constant feature of 1s, as in the paper's reference
+        implementation (``add_dummy_feature``) and scikit-learn's ``LinearSVC``
+        (``intercept_scaling=1``). Only with ``fit_intercept=True``.
     model : {"linear", "poly"}, default="linear"
         Linear model, or the polynomial kernel model of Appendix B.1.
     degree : int, default=2
@@ -113,6 +122,7 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
         target_loss: str | TargetLoss | None = None,
         alpha: float = 1.0,
         fit_intercept: bool = True,
+        penalize_intercept: bool = False,
         model: str = "linear",
         degree: int = 2,
         coef0: float = 1.0,
@@ -127,6 +137,7 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
         self.target_loss = target_loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.model = model
         self.degree = degree
         self.coef0 = coef0
@@ -162,6 +173,8 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
             return {"event_ndim": 2}
         if name == "spearman":
             return {"w": self._weights()}
+        if name == "hamming_ranking" and self.composition_.decoding_set == "cube":
+            return {"outputs": "matrices"}
         return {}
 
     @property

@@ -37,9 +37,9 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
     decoding_set : str or ConvexSet, default=None
         ``None`` means the simplex.
     target_loss : str or TargetLoss, default=None
-    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
-        penalized).
+    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
+        intercept is not penalized).
 
     Attributes
     ----------
@@ -61,6 +61,7 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
         target_loss: str | TargetLoss | None = None,
         alpha: float = 1.0,
         fit_intercept: bool = True,
+        penalize_intercept: bool = False,
         model: str = "linear",
         degree: int = 2,
         coef0: float = 1.0,
@@ -74,6 +75,7 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
         self.target_loss = target_loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.model = model
         self.degree = degree
         self.coef0 = coef0

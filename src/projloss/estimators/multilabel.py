@@ -44,11 +44,25 @@ def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
     return arr.astype(np.float64)
 
 
-def knapsack_upper_bound(Y: NDArray[np.float64]) -> int:
+#: the rules of ``knapsack_upper``: name -> how E|Y| + sqrt(Var|Y|) becomes an integer
+UPPER_RULES = {"auto": "ceil", "auto_round": "round"}
+
+
+def knapsack_upper_bound(Y: NDArray[np.float64], rule: str = "ceil") -> int:
     r"""The paper's upper bound :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on
-    the number of labels, on the training labels (population variance), at most ``k``."""
+    the number of labels, on the training labels (population variance), at most ``k``.
+
+    ``rule="round"`` rounds to the nearest integer (halves up) instead of the ceiling: the
+    bound the paper's Tables 6-7 numbers imply (its text states the ceiling; see the
+    project's ``reports/README.md``)."""
     counts = Y.sum(axis=1)
-    u = math.ceil(float(counts.mean() + counts.std()) - 1e-12)
+    value = float(counts.mean() + counts.std())
+    if rule == "ceil":
+        u = math.ceil(value - 1e-12)
+    elif rule == "round":
+        u = math.floor(value + 0.5 + 1e-12)
+    else:
+        raise ValueError(f"unknown rule {rule!r}; valid: 'ceil', 'round'")
     return int(min(max(u, 0), Y.shape[1]))
 
 
@@ -66,15 +80,16 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         ``None`` means the projection set (required for ``"reals"``/``"nonneg"``).
     target_loss : str or TargetLoss, default=None
         ``None`` means ``"hamming"``.
-    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
-        penalized).
+    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
+        intercept is not penalized).
     knapsack_lower : int, default=0
         Lower bound :math:`l` on the number of labels (knapsack sets given by name).
-    knapsack_upper : int, "auto" or None, default="auto"
+    knapsack_upper : int, "auto", "auto_round" or None, default="auto"
         Upper bound :math:`u`; ``"auto"`` is the paper's
         :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on the training labels;
-        ``None`` means ``k``.
+        ``"auto_round"`` the same value rounded to the nearest integer instead (what the
+        paper's tables imply, see :func:`knapsack_upper_bound`); ``None`` means ``k``.
 
     Attributes
     ----------
@@ -96,6 +111,7 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         target_loss: str | TargetLoss | None = None,
         alpha: float = 1.0,
         fit_intercept: bool = True,
+        penalize_intercept: bool = False,
         model: str = "linear",
         degree: int = 2,
         coef0: float = 1.0,
@@ -111,6 +127,7 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         self.target_loss = target_loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.model = model
         self.degree = degree
         self.coef0 = coef0
@@ -130,11 +147,13 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
             lo, up = self.knapsack_lower, self.knapsack_upper
             if not isinstance(lo, numbers.Integral) or isinstance(lo, bool) or lo < 0:
                 raise ValueError(f"knapsack_lower must be an integer >= 0, got {lo!r}")
-            bad_up = ValueError(f"knapsack_upper must be an integer, 'auto' or None, got {up!r}")
+            bad_up = ValueError(
+                f"knapsack_upper must be an integer, 'auto', 'auto_round' or None, got {up!r}"
+            )
             if isinstance(up, str):
-                if up != "auto":
+                if up not in UPPER_RULES:
                     raise bad_up
-                up = max(knapsack_upper_bound(Y), int(lo))
+                up = max(knapsack_upper_bound(Y, UPPER_RULES[up]), int(lo))
             elif up is not None and (not isinstance(up, numbers.Integral) or isinstance(up, bool)):
                 raise bad_up
             self.knapsack_upper_ = None if up is None else int(up)

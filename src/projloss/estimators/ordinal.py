@@ -77,9 +77,9 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         ``None`` means the order simplex.
     target_loss : str or TargetLoss, default=None
         ``None`` means ``"absolute"``.
-    alpha, fit_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (the intercept is not
-        penalized).
+    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
+        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
+        intercept is not penalized).
 
     Attributes
     ----------
@@ -100,6 +100,7 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         target_loss: str | TargetLoss | None = None,
         alpha: float = 1.0,
         fit_intercept: bool = True,
+        penalize_intercept: bool = False,
         model: str = "linear",
         degree: int = 2,
         coef0: float = 1.0,
@@ -113,6 +114,7 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         self.target_loss = target_loss
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.model = model
         self.degree = degree
         self.coef0 = coef0

@@ -18,7 +18,7 @@ from ..conftest import RecordingTracker, run_config
 
 def test_curves_and_selection(prepared) -> None:
     """Every validation value equals an independent cold fit at that lambda; lambda is
-    the best one (ties: the larger); one child run per lambda."""
+    the best one (ties: the smallest); one child run per lambda."""
     cfg = run_config(
         prepared, ["task=label_ranking", "set=cube", "decoder=birkhoff", "lambdas.num=4"]
     )
@@ -35,7 +35,7 @@ def test_curves_and_selection(prepared) -> None:
         expected.append(metric(yv, est.predict(Xv)))
     np.testing.assert_allclose(out["metrics"]["hamming"], expected, atol=1e-12)
     best = min(expected)
-    want = max(i for i, v in enumerate(expected) if v == best)
+    want = min(i for i, v in enumerate(expected) if v == best)
     assert out["selected"]["hamming"] == {
         "index": want,
         "lambda": out["lambdas"][want],

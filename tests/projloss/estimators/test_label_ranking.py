@@ -74,6 +74,27 @@ def test_the_paper_compositions(proj, dec, geometry):
     assert ranking_hamming_loss(y, m.predict_matrix(X)) < 30.0
 
 
+@pytest.mark.parametrize("geometry", ["euclidean", "kl"])
+def test_cube_decoding_thresholds_per_target_loss(geometry):
+    """On the cube decoder the entrywise Hamming loss (V = -2I, b = 1) marks the entries with
+    u > 1/2, the ranking Hamming loss (V = -I, b = 0; the paper's Table 1) those with u > 0;
+    on the Birkhoff and row-stochastic decoders both losses give the same predictions."""
+    X, y = ranking_data(seed=4)
+    kw = {"projection_set": "cube", "geometry": geometry, "alpha": 1e-2}
+    entry = ProjectionLabelRanker(decoding_set="cube", **kw).fit(X, y)
+    rank = ProjectionLabelRanker(decoding_set="cube", target_loss="hamming_ranking", **kw)
+    rank.fit(X, y)
+    np.testing.assert_array_equal(entry.coef_, rank.coef_)  # the same fit
+    U = entry.project(X)
+    np.testing.assert_array_equal(entry.predict(X), (U > 0.5).astype(int))
+    np.testing.assert_array_equal(rank.predict(X), (U > 0).astype(int))
+    assert rank.target_loss_.outputs == "matrices"
+    for dec in ("birkhoff", "row_simplex"):
+        a = ProjectionLabelRanker(decoding_set=dec, **kw).fit(X, y)
+        b = ProjectionLabelRanker(decoding_set=dec, target_loss="hamming_ranking", **kw).fit(X, y)
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
 def test_permutahedron_encoding():
     require_sets("permutahedron")
     X, y = ranking_data(seed=2)
@@ -128,8 +149,10 @@ def test_bad_input_names_the_problem():
         ProjectionLabelRanker(projection_set="reals").fit(X, y)
     with pytest.raises(ValueError, match="decoding set 'simplex' cannot produce outputs"):
         ProjectionLabelRanker(projection_set="birkhoff", decoding_set="simplex").fit(X, y)
-    with pytest.raises(ValueError, match="'hamming_ranking' does not decompose.*'cube'"):
-        ProjectionLabelRanker(projection_set="cube", target_loss="hamming_ranking").fit(X, y)
+    with pytest.raises(ValueError, match="'hamming_ranking' does not decompose.*'permutahedron'"):
+        ProjectionLabelRanker(projection_set="permutahedron", target_loss="hamming_ranking").fit(
+            X, y
+        )
     with pytest.raises(ValueError, match="alpha must be"):
         ProjectionLabelRanker(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="unknown model 'rbf'"):

@@ -57,6 +57,27 @@ def test_knapsack_bounds():
         ProjectionMultilabelClassifier(projection_set="knapsack", knapsack_lower=-1).fit(X, Y)
 
 
+def test_knapsack_upper_rounded():
+    """knapsack_upper='auto_round': E|Y| + std|Y| rounded to the nearest integer (halves
+    up) instead of the ceiling; exact integers stay put under both rules."""
+    require_sets("knapsack")
+    Y = np.zeros((4, 6))
+    for i, n in enumerate([1, 1, 1, 2]):  # mean 1.25, std 0.433: 1.683
+        Y[i, :n] = 1
+    assert knapsack_upper_bound(Y) == 2 and knapsack_upper_bound(Y, "round") == 2
+    Y[3, 1] = 0  # all sizes 1: exactly 1 under both rules
+    assert knapsack_upper_bound(Y) == 1 and knapsack_upper_bound(Y, "round") == 1
+    Y = np.zeros((10, 6))
+    Y[:, 0] = 1
+    Y[0, 1] = 1  # mean 1.1, std 0.3: 1.4 -> ceil 2, round 1
+    assert knapsack_upper_bound(Y) == 2 and knapsack_upper_bound(Y, "round") == 1
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    m = ProjectionMultilabelClassifier(projection_set="knapsack", knapsack_upper="auto_round")
+    assert m.fit(X, Y).knapsack_upper_ == 1
+    with pytest.raises(ValueError, match="unknown rule 'floor'"):
+        knapsack_upper_bound(Y, "floor")
+
+
 def test_knapsack_upper_bound_is_at_most_k():
     Y = np.ones((10, 3))
     Y[0] = 0

@@ -86,6 +86,24 @@ def test_baselines():
         RidgeRoundingOrdinalRegressor(alpha=-1).fit(X, y)
 
 
+def test_ridge_rounding_without_clipping():
+    """clip=False: the paper's "rounding to the closest integer" on the label values, not
+    clipped to the classes (here labels 10..50: predictions are any integer)."""
+    X, r = ordinal_data(seed=3)
+    X[0] *= 20  # an extreme input: its ridge prediction falls far outside the labels
+    y = 10 * r
+    ridge = RidgeRoundingOrdinalRegressor(alpha=1e-3, clip=False).fit(X, y)
+    z = Ridge(alpha=1e-3 * len(X)).fit(X, y.astype(float)).predict(X)
+    np.testing.assert_allclose(ridge.predict_rank(X), z)
+    pred = ridge.predict(X)
+    np.testing.assert_array_equal(pred, np.floor(z + 0.5))
+    assert pred.min() < 10 or pred.max() > 50  # outside the classes: not clipped
+    clipped = RidgeRoundingOrdinalRegressor(alpha=1e-3).fit(X, y).predict(X)
+    assert set(clipped) <= set(y)
+    with pytest.raises(ValueError, match="clip=False .* needs numeric labels"):
+        RidgeRoundingOrdinalRegressor(clip=False).fit(X, np.array(list("abcde"))[r - 1])
+
+
 def test_bad_input():
     X, y = ordinal_data(n=30)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):

@@ -176,3 +176,62 @@ def test_preconditioning_reaches_the_same_minimizer(fit_intercept):
     assert pre.objective == pytest.approx(plain.objective, rel=1e-7, abs=1e-10)
     np.testing.assert_allclose(pre.coef, plain.coef, atol=1e-4)
     assert pre.n_iter < plain.n_iter
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "kl"])
+def test_penalized_intercept_is_a_penalized_constant_feature(geometry):
+    """penalize_intercept=True: the intercept is the weight of a constant feature of 1s,
+    penalized with W (the reference implementation's add_dummy_feature): the same model as
+    no intercept on [X, 1], and the stationarity condition mean(U - Phi) + alpha b = 0."""
+    X, Y = multilabel_data(seed=9)
+    Y[:, 0] = 1  # a frequent label: a large intercept, visibly shrunk by the penalty
+    alpha = 0.05
+    kw = {"geometry": geometry, "alpha": alpha, "tol": 1e-9, "max_iter": 2000}
+    m = ProjectionMultilabelClassifier(penalize_intercept=True, **kw).fit(X, Y)
+    X1 = np.hstack([X, np.ones((len(X), 1))])
+    ref = ProjectionMultilabelClassifier(fit_intercept=False, **kw).fit(X1, Y)
+    np.testing.assert_allclose(m.coef_, ref.coef_[:, :-1], atol=1e-6)
+    np.testing.assert_allclose(m.intercept_, ref.coef_[:, -1], atol=1e-6)
+    U = m.project(X)
+    assert np.abs((U - Y).mean(axis=0) + alpha * m.intercept_).max() < 1e-6
+    free = ProjectionMultilabelClassifier(**kw).fit(X, Y)
+    assert np.abs(free.intercept_ - m.intercept_).max() > 1e-3  # the option changes the fit
+
+
+def test_penalized_intercept_squared_loss_and_ridge_baseline():
+    """C = R^p: ridge on [X, 1] without intercept (scikit-learn's Ridge); the ordinal
+    ridge + rounding baseline with the same option is that ridge on the ranks."""
+    from projloss.estimators import RidgeRoundingOrdinalRegressor
+
+    X, Y = multilabel_data(seed=10)
+    alpha = 0.3
+    X1 = np.hstack([X, np.ones((len(X), 1))])
+    ridge = Ridge(alpha=alpha * len(X), fit_intercept=False).fit(X1, Y.astype(float))
+    m = ProjectionMultilabelClassifier(
+        projection_set="reals",
+        decoding_set="unit_cube",
+        alpha=alpha,
+        penalize_intercept=True,
+        tol=1e-10,
+    ).fit(X, Y)
+    np.testing.assert_allclose(m.coef_, ridge.coef_[:, :-1], atol=1e-6)
+    np.testing.assert_allclose(m.intercept_, ridge.coef_[:, -1], atol=1e-6)
+    y = 1 + Y.sum(axis=1)  # ordinal classes 1..5
+    base = RidgeRoundingOrdinalRegressor(alpha=alpha, penalize_intercept=True).fit(X, y)
+    r = Ridge(alpha=alpha * len(X), fit_intercept=False).fit(X1, (y - y.min() + 1).astype(float))
+    np.testing.assert_allclose(base.predict_rank(X), X1 @ r.coef_, atol=1e-8)
+    free = RidgeRoundingOrdinalRegressor(alpha=alpha).fit(X, y)
+    assert np.abs(free.predict_rank(X) - base.predict_rank(X)).max() > 1e-3
+
+
+def test_preconditioning_with_a_penalized_intercept():
+    X, Y = multilabel_data(n=50, seed=11)
+    F = (X @ X.T + 1.0) ** 2
+    kw = {"alpha": 0.5, "fit_intercept": True, "penalize_intercept": True, "max_iter": 50000}
+    plain = fit_projection_model(F, Y.astype(float), UnitCube(), "euclidean", tol=1e-9, **kw)
+    pre = fit_projection_model(
+        F, Y.astype(float), UnitCube(), "euclidean", tol=1e-9, precondition=True, **kw
+    )
+    assert plain.converged and pre.converged
+    assert pre.objective == pytest.approx(plain.objective, rel=1e-7, abs=1e-10)
+    np.testing.assert_allclose(pre.intercept, plain.intercept, atol=1e-4)

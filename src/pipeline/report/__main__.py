@@ -1,0 +1,71 @@
+"""``python -m pipeline.report``: build ``reports/`` and log it to MLflow.
+
+Reads the evaluate stage's results under ``data/eval/`` (and one saved model for Figure
+3), writes the tables, figures and README into ``reports/`` (``--out``), and logs the
+files as the artifacts of one run of the MLflow experiment ``<prefix>/report`` (tracking
+settings from params.yaml; ``--no-tracking`` to skip). The DVC stage ``report`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger("pipeline.report")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from ..paths import project_root
+
+    parser = argparse.ArgumentParser(prog="python -m pipeline.report", description=__doc__)
+    parser.add_argument("--out", type=Path, default=None, help="default: <root>/reports")
+    parser.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    parser.add_argument("--no-figures", action="store_true", help="tables and README only")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    from .._hydra import expected_errors
+    from .build import build_report
+
+    root = project_root()
+    out = args.out or root / "reports"
+    start = time.perf_counter()
+    try:
+        report = build_report(root, out, figures=not args.no_figures)
+        for f in report.findings:
+            holds = {True: "holds", False: "DOES NOT HOLD", None: "not run"}[f["holds"]]
+            log.info("%s: %s (%s)", f["claim"], holds, f["evidence"])
+        log.info(
+            "wrote %d files to %s in %.1f s", len(report.files), out, time.perf_counter() - start
+        )
+        if not args.no_tracking:
+            _log(report.files, report.findings)
+    except expected_errors() as exc:
+        log.error("error: %s", exc)
+        sys.exit(1)
+
+
+def _log(files: list[Path], findings: list[dict]) -> None:
+    """One run of ``<prefix>/report`` with the report files as artifacts."""
+    from ..experiments import load_params
+    from ..tracking import make_tracker
+
+    params = load_params()
+    tracker = make_tracker(params.get("tracking"))
+    if not tracker.enabled:
+        return
+    metrics = {
+        f"finding.{i}": float(f["holds"]) for i, f in enumerate(findings) if f["holds"] is not None
+    }
+    with tracker.parent_run(task="report", name="paper report", tags={"entry_point": "report"}):
+        tracker.log_metrics(metrics)
+        for path in files:
+            tracker.log_artifact(path, "reports")
+    log.info("logged the report to MLflow (%s)", tracker.uri)
+
+
+if __name__ == "__main__":
+    main()

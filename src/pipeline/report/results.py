@@ -1,0 +1,89 @@
+"""The tracked results the report is built from (the evaluate stage's outputs).
+
+Each run of an experiment leaves ``data/eval/<experiment>/<run>/results.json``: the test
+scores under every lambda selection, the chosen lambdas, the validation curves, the test
+size, and the MLflow run id (``run_id``) that every report cell cites. Split sweeps
+(``splits: all``) leave one file per run with every split and the mean and std.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..stage import EVAL_DIR
+
+RESULTS = "results.json"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The test results of one run (one composition on one dataset)."""
+
+    experiment: str
+    run: str
+    run_id: str | None
+    headline: dict[str, float]  # metric -> test value, lambda chosen by that metric
+    lambdas: dict[str, float | None]
+    n_test: int | None
+    y_shape: tuple[int, ...]
+    std: dict[str, float] | None = None  # split sweeps: std over the splits
+    n_splits: int | None = None
+    tune: dict[str, Any] | None = None
+
+    def value(self, metric: str) -> float | None:
+        return self.headline.get(metric)
+
+    def ties(self, metric: str) -> int:
+        """How many lambdas share the best validation value of ``metric`` (1: no tie)."""
+        tune = self.tune or {}
+        values = (tune.get("metrics") or {}).get(metric)
+        sel = (tune.get("selected") or {}).get(metric)
+        if not values or not sel:
+            return 1
+        return sum(1 for v in values if v == sel["value"])
+
+
+class Results:
+    """Lazy access to ``data/eval/<experiment>/<run>/results.json`` under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._cache: dict[tuple[str, str], RunResult | None] = {}
+
+    def get(self, experiment: str, run: str) -> RunResult | None:
+        """The run's results, or None when it has not run."""
+        key = (experiment, run)
+        if key not in self._cache:
+            self._cache[key] = self._load(experiment, run)
+        return self._cache[key]
+
+    def _load(self, experiment: str, run: str) -> RunResult | None:
+        path = self.root / EVAL_DIR / experiment / run / RESULTS
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        n_test = data.get("n_test")
+        y_shape = tuple(data.get("y_shape") or ())
+        if data.get("splits"):
+            first = next(iter(data["splits"].values()))
+            n_test = first.get("n_test", n_test)
+            y_shape = tuple(first.get("y_shape") or ())
+        return RunResult(
+            experiment=experiment,
+            run=run,
+            run_id=data.get("run_id"),
+            headline={k: float(v) for k, v in (data.get("headline") or {}).items()},
+            lambdas=dict(data.get("lambda") or {}),
+            n_test=n_test,
+            y_shape=y_shape,
+            std=data.get("std"),
+            n_splits=data.get("n_splits"),
+            tune=data.get("tune") if "splits" not in data else None,
+        )
+
+    def files(self) -> list[Path]:
+        """Every results file under ``data/eval`` (for logging the inputs)."""
+        return sorted((self.root / EVAL_DIR).glob(f"**/{RESULTS}"))
