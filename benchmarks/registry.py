@@ -25,6 +25,8 @@ SECTION_MODULES = (
     "benchmarks.projections",
     "benchmarks.isotonic",
     "benchmarks.birkhoff",
+    "benchmarks.fits",
+    "benchmarks.table1",
     "benchmarks.pending",
 )
 
