@@ -30,7 +30,7 @@ repro: $(STAMP)
 params: $(STAMP)
 	$(BIN)/python -m pipeline.params
 
-# On demand, not in CI: the benchmark suite (5-10 min) -> benchmarks/RESULTS.md.
+# On demand, not in CI: the benchmark suite (10-15 min) -> benchmarks/RESULTS.md.
 # Extra options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--quick".
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

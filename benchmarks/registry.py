@@ -1,8 +1,8 @@
 """The registry of benchmark sections and the records they produce.
 
 A *section* is one part of ``benchmarks/RESULTS.md`` (e.g. the projection grid, the
-Birkhoff study, or -- in phase 2 of issue 7 -- the fit timings per experiment family and
-the wall time of ``make repro``). It is a function ``run(ctx) -> SectionResult``
+Birkhoff study, the fit timings per experiment family, the Table 1 column or the wall
+time of ``make repro``). It is a function ``run(ctx) -> SectionResult``
 registered with :func:`section`; :mod:`benchmarks.run` imports the modules listed in
 ``SECTION_MODULES`` (which registers their sections) and runs them in ``order``.
 
@@ -19,13 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Modules whose import registers sections (phase 2 adds e.g. "benchmarks.fits").
+#: Modules whose import registers sections.
 SECTION_MODULES = (
     "benchmarks.startup",
     "benchmarks.projections",
     "benchmarks.isotonic",
     "benchmarks.birkhoff",
-    "benchmarks.pending",
+    "benchmarks.fits",
+    "benchmarks.table1",
+    "benchmarks.repro",
 )
 
 
