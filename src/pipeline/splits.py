@@ -55,6 +55,17 @@ def tune_task(cfg: Mapping[str, Any], comp: Any) -> dict[str, Any]:
     return core.run(cfg, load(cfg), None, composition=comp)
 
 
+def tune_recorded_task(cfg: Mapping[str, Any], comp: Any) -> tuple[dict[str, Any], list]:
+    """Tune one run, recording what it logs (the stage replays it into the run's MLflow
+    parent run, see :class:`pipeline.tracking.RecordingTracker`)."""
+    from .stages import tune as core
+    from .tracking import RecordingTracker
+
+    recorder = RecordingTracker()
+    tuned = core.run(cfg, load(cfg), recorder, composition=comp)
+    return tuned, recorder.calls
+
+
 def refit_task(cfg: Mapping[str, Any], tuned: Mapping[str, Any], directory: Path) -> None:
     """Refit one split on train + validation and save the models to ``directory``."""
     from .stages import refit as core

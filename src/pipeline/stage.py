@@ -174,6 +174,17 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
         swept = splits.sweep(
             runs, lambda rid, cfg_s, split: (cfg_s, comps[rid]), splits.tune_task, _n_jobs(params)
         )
+    # the other runs: in parallel worker processes when n_jobs != 1 (each fit is
+    # single-threaded); their MLflow logging is recorded there and replayed here
+    plain = {rid: cfg for rid, cfg in runs.items() if cfg.get("splits") is None}
+    recorded: dict[str, Any] = {}
+    if _n_jobs(params) != 1 and len(plain) > 1:
+        from . import splits
+
+        log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), _n_jobs(params))
+        tasks = [(cfg, comps[rid]) for rid, cfg in plain.items()]
+        results = splits.run_tasks(splits.tune_recorded_task, tasks, _n_jobs(params))
+        recorded = dict(zip(plain, results, strict=True))
     for n, (rid, cfg) in enumerate(runs.items(), 1):
         comp = comps[rid]
         log.info("[%d/%d] tune %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
@@ -184,7 +195,12 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
             params=run_params(cfg),
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
-            if cfg.get("splits") is None:
+            if rid in recorded:
+                from .tracking import RecordingTracker
+
+                tuned, calls = recorded[rid]
+                RecordingTracker.replay(calls, tracker)
+            elif cfg.get("splits") is None:
                 tuned = core.run(cfg, cache.get(cfg), tracker, composition=comp)
             else:
                 tuned = _log_tuned_splits(swept[rid], tracker)
@@ -195,7 +211,8 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
 
 
 def _n_jobs(params: Mapping[str, Any]) -> int:
-    """``n_jobs`` of params.yaml: the parallel jobs of split sweeps (-1: every core)."""
+    """``n_jobs`` of params.yaml: the parallel worker processes of the tune and refit
+    stages (the runs of an experiment) and of split sweeps (-1: every core; 1: none)."""
     value = params.get("n_jobs", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value == 0:
         from .composition import CompositionError
@@ -246,10 +263,16 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
             splits.refit_task,
             _n_jobs(params),
         )
-    for n, (rid, entry) in enumerate(tuning["runs"].items(), 1):
-        if rid in swept:
-            continue
-        log.info("[%d/%d] refit %s/%s", n, len(tuning["runs"]), key, rid)
+    plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
+    if _n_jobs(params) != 1 and len(plain) > 1:  # in parallel worker processes
+        from . import splits
+
+        log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), _n_jobs(params))
+        tasks = [(e["config"], e["tune"], root / rid) for rid, e in plain.items()]
+        splits.run_tasks(splits.refit_task, tasks, _n_jobs(params))
+        return root
+    for n, (rid, entry) in enumerate(plain.items(), 1):
+        log.info("[%d/%d] refit %s/%s", n, len(plain), key, rid)
         cfg = entry["config"]
         core.save(core.run(cfg, cache.get(cfg), entry["tune"]), root / rid)
     return root

@@ -211,6 +211,32 @@ class Tracker:
         """Log a mapping as a JSON/YAML artifact."""
 
 
+class RecordingTracker(Tracker):
+    """Records the child runs and metrics a stage core logs (plain, picklable data) so that
+    they can be logged later, by another process, with :meth:`replay`: the DVC stages fit
+    the runs of an experiment in worker processes and log them from the stage's process
+    (one writer to the tracking store)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def child_run(
+        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
+    ) -> str | None:
+        self.calls.append(("child_run", (name, dict(params), dict(metrics)), {}))
+        return None
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        self.calls.append(("log_metrics", (dict(metrics),), {"step": step}))
+
+    @staticmethod
+    def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
+        """Log the recorded ``calls`` to ``tracker`` (inside its active parent run)."""
+        for method, args, kwargs in calls:
+            getattr(tracker, method)(*args, **kwargs)
+
+
 class MLflowTracker(Tracker):
     """Logs to MLflow (see the module docstring for the layout)."""
 

@@ -176,7 +176,7 @@ class RecordingTracker:
         self.children.append((name, dict(params), dict(metrics)))
         return f"child{len(self.children)}"
 
-    def log_metrics(self, metrics: Any) -> None:
+    def log_metrics(self, metrics: Any, step: int | None = None) -> None:
         self.metrics.update(metrics)
 
     def log_model(self, model: Any, name: str, X_example: Any = None) -> None:

@@ -64,7 +64,14 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "tracking.log_models=false",
         "tracking.figures=false",
     ]
-    (root / "params.yaml").write_text(compose_params(overrides), encoding="utf-8")
+    params = yaml.safe_load(compose_params(overrides))
+    # two runs in one experiment: the tune and refit stages fit them in worker processes
+    # (n_jobs) and log them from the stage's process
+    params["experiments"]["smoke-birkhoff"]["runs"]["reals-birkhoff"] = [
+        "set=reals",
+        "decoder=birkhoff",
+    ]
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     return root
 
 
@@ -100,7 +107,7 @@ def test_dvc_repro(repo: Path) -> None:
     assert (repo / "data/prepared/iris/stats.json").is_file()
     for key, run in (("smoke-cube", "cube-cube"), ("smoke-birkhoff", "birkhoff-birkhoff")):
         tuning = json.loads((repo / f"data/tuning/{key}.json").read_text())
-        assert list(tuning["runs"]) == [run]
+        assert next(iter(tuning["runs"])) == run
         assert (repo / f"models/{key}/{run}/refit.json").is_file()
         assert (repo / f"data/eval/{key}/{run}/predictions.npz").is_file()
         assert (repo / f"data/eval/{key}/{run}/results.json").is_file()
@@ -113,6 +120,18 @@ def test_dvc_repro(repo: Path) -> None:
         assert parent.data.metrics["test.hamming"] == pytest.approx(metrics[run]["test"]["hamming"])
         assert parent.data.tags["group"] == key and parent.info.status == "FINISHED"
     assert (repo / "mlartifacts").is_dir()
+    # the runs fitted in worker processes: files and MLflow runs as for one run
+    tuning = json.loads((repo / "data/tuning/smoke-birkhoff.json").read_text())
+    assert list(tuning["runs"]) == ["birkhoff-birkhoff", "reals-birkhoff"]
+    for run in tuning["runs"]:
+        assert (repo / f"models/smoke-birkhoff/{run}/refit.json").is_file()
+        parent = client.get_run(tuning["runs"][run]["run_id"])
+        assert {"val.hamming", "lambda.hamming", "test.hamming"} <= set(parent.data.metrics)
+        children = client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
+        )
+        assert len(children) == 2  # lambdas.num=2
     # the report stage builds the paper's tables from whatever experiments ran
     assert (repo / "reports/README.md").is_file() and (repo / "reports/table1.csv").is_file()
 

@@ -1,0 +1,59 @@
+"""Worker processes of the DVC stages (:mod:`pipeline.splits`): fitting in a worker and
+replaying its recorded logging gives what fitting in the stage's process logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline import splits
+from pipeline.composition import validate
+from pipeline.data import load_prepared
+from pipeline.stages import tune
+from pipeline.tracking import RecordingTracker
+
+from .conftest import RecordingTracker as FakeTracker
+from .conftest import run_config
+
+TIMES = {"fit_seconds", "seconds", "tune_seconds"}
+
+
+def _untimed(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _untimed(v) for k, v in node.items() if k not in TIMES}
+    return node
+
+
+def test_tune_in_workers_logs_what_tune_in_process_logs(prepared) -> None:
+    base = ["task=label_ranking", "dataset=iris", "lambdas.num=3", "progress=false"]
+    cfgs = [
+        run_config(prepared, [*base, "set=cube", "decoder=birkhoff"]),
+        run_config(prepared, [*base, "set=birkhoff", "decoder=birkhoff"]),
+    ]
+    comps = [validate(cfg) for cfg in cfgs]
+    in_workers = splits.run_tasks(
+        splits.tune_recorded_task, list(zip(cfgs, comps, strict=True)), n_jobs=2
+    )
+    assert len(in_workers) == 2
+    for cfg, comp, (tuned, calls) in zip(cfgs, comps, in_workers, strict=True):
+        direct = FakeTracker()
+        expected = tune.run(cfg, load_prepared("iris", cfg), direct, composition=comp)
+        replayed = FakeTracker()
+        RecordingTracker.replay(calls, replayed)
+        assert _untimed(tuned) == _untimed(expected)
+        assert [(n, p, _untimed(m)) for n, p, m in replayed.children] == [
+            (n, p, _untimed(m)) for n, p, m in direct.children
+        ]
+        assert len(replayed.children) == 3
+        assert _untimed(replayed.metrics) == _untimed(direct.metrics)
+        assert "lambda.hamming" in replayed.metrics
+
+
+def test_recording_tracker_keeps_the_order_and_steps() -> None:
+    rec = RecordingTracker()
+    rec.child_run("lambda=1", {"lambda": 1.0}, {"val.x": 0.5})
+    rec.log_metrics({"a": 1.0}, step=3)
+    assert rec.calls == [
+        ("child_run", ("lambda=1", {"lambda": 1.0}, {"val.x": 0.5}), {}),
+        ("log_metrics", ({"a": 1.0},), {"step": 3}),
+    ]
+    assert not rec.enabled  # nothing reaches a store until replayed
