@@ -168,9 +168,9 @@ def test_splits_and_data_variants(paper_params: dict) -> None:
     exps["ml-birds"]["dataset"] = "birds+split1"
     with pytest.raises(CompositionError, match=r"prepared as 'birds\+drop_empty'"):
         compose_runs(p, "ml-birds")
-    exps["lr-iris"].update(splits="all", dataset=".", datasets=["iris"], runs={"a": []})
+    exps["lr"].update(splits="all", datasets=["iris"], runs={"a": []})
     with pytest.raises(CompositionError, match="ships indexed splits"):
-        compose_runs(p, "lr-iris")
+        compose_runs(p, "lr")
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_overrides_reach_the_current_experiment(no_mirror_env: None) -> None:
     assert current["dataset"] == "emotions"
     assert current["config"]["set"]["name"] == "knapsack"
     assert current["config"]["task"]["name"] == "multilabel"
-    assert params["experiments"]["lr-iris"] == base["experiments"]["lr-iris"]
+    assert params["experiments"]["lr"] == base["experiments"]["lr"]
     assert params["data"]["seed"] == params["seed"] == 1
     assert params["data"]["mirror"] == "../shared/datasets"
     assert "hydra" not in params

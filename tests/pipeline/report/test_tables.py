@@ -220,7 +220,8 @@ def test_findings_on_the_paper_layout(tmp_path: Path) -> None:
             value = (paper if paper is not None else 50.0) + (0.4 if col.id == "B/B" else 1.0)
             if col.id == "B/B":
                 value = paper - 0.4  # best on average
-            write_result(root, f"lr-{row.dataset}", col.run, **result("hamming", value, n_test=30))
+            r = result("hamming", value, n_test=30)
+            write_result(root, t1.experiment_of(row), t1.run_of(row, col), **r)
     t7 = specs["table7"]
     for row in t7.rows:
         if row.dataset is None:
