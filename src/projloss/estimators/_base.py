@@ -112,7 +112,13 @@ class ProjectionEstimatorBase(BaseEstimator):
     def _features(self, X: Any) -> Any:
         if self.model == "linear":
             return X
-        return polynomial_kernel(X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0)
+        from ._solver import _blas_controller
+
+        # one BLAS thread, as in the fit: the same kernel whatever the caller's threads
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return polynomial_kernel(
+                X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0
+            )
 
     def _validate_X(self, X: Any, reset: bool) -> Any:
         return validate_data(

@@ -104,7 +104,46 @@ def fit_projection_model(
     badly conditioned) runs L-BFGS in the coordinates :math:`Z = [W, b] A^{1/2}` (see
     :func:`_preconditioner`): the same objective and minimizer, far fewer iterations; then
     ``tol`` applies to the gradient in those coordinates.
+
+    The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
+    on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
+    spin-waits on those tiny calls (measured 20-40x slower fits on a shared 2-core
+    machine; scikit-learn does the same in its own loops, e.g. KMeans); and the result
+    does not depend on the threads of the calling process (a multi-threaded ``eigh``
+    rounds differently, which matters for fits stopped by ``max_iter``).
     """
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        return _fit(
+            F,
+            phi,
+            projection_set,
+            geometry,
+            alpha=alpha,
+            fit_intercept=fit_intercept,
+            max_iter=max_iter,
+            tol=tol,
+            penalize_intercept=penalize_intercept,
+            coef_init=coef_init,
+            intercept_init=intercept_init,
+            precondition=precondition,
+        )
+
+
+def _fit(
+    F,
+    phi: NDArray[np.float64],
+    projection_set: ConvexSet,
+    geometry: str,
+    *,
+    alpha: float,
+    fit_intercept: bool,
+    max_iter: int,
+    tol: float,
+    penalize_intercept: bool,
+    coef_init: NDArray[np.float64] | None,
+    intercept_init: NDArray[np.float64] | None,
+    precondition: bool,
+) -> FitResult:
     n, d = F.shape
     event_shape = phi.shape[1:]
     p = int(np.prod(event_shape))
@@ -149,30 +188,25 @@ def fit_projection_model(
         B0[:, d] = intercept_init
     z0 = (B0 @ P_inv if precondition else B0).ravel()
 
-    # One BLAS thread: L-BFGS-B calls BLAS on vectors of the size of w at every iteration,
-    # and a multi-threaded OpenBLAS spin-waits on those tiny calls (measured 20-40x slower
-    # fits on a shared 2-core machine). The batched projections are not BLAS-bound either.
-    # scikit-learn does the same in its own loops (e.g. KMeans).
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        res = minimize(
-            objective,
-            z0,
-            jac=True,
-            method="L-BFGS-B",
-            options={
-                "maxiter": int(max_iter),
-                "gtol": float(tol),
-                "ftol": 1e-4 * float(tol),
-                "maxls": 50,
-            },
-        )
+    res = minimize(
+        objective,
+        z0,
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": int(max_iter),
+            "gtol": float(tol),
+            "ftol": 1e-4 * float(tol),
+            "maxls": 50,
+        },
+    )
     converged = bool(res.status == 0)
     if not converged:
         warnings.warn(
             f"L-BFGS did not converge in {res.nit} iterations ({res.message}); "
             "increase max_iter or tol, or scale the features",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     B = res.x.reshape(p, dt)
     if precondition:
