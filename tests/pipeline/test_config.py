@@ -154,8 +154,8 @@ def test_experiments_group() -> None:
             "current"
         ]
     )
-    lr = [k for k in paper if k.startswith("lr-")]
-    assert len(lr) == 6 and all(len(paper[k]["runs"]) == 15 for k in lr)
+    assert paper["lr"]["dataset"] == "." and len(paper["lr"]["datasets"]) == 6
+    assert len(paper["lr"]["runs"]) == 15
     assert paper["ord"]["dataset"] == "." and len(paper["ord"]["datasets"]) == 16
     assert paper["ord-splits"]["splits"] == "all"
     assert paper["ml"]["data"] == {"drop_empty": True} and "birds" in paper["ml"]["datasets"]
