@@ -1,13 +1,16 @@
-"""Split sweeps: each composition of an experiment with ``splits`` on every orreview split
-of its dataset (paper Table 4 over thirty splits), the splits run in parallel.
+"""The work of the DVC stages as tasks for worker processes: the runs of an experiment,
+and split sweeps (each composition on every orreview split, paper Table 4 over thirty
+splits).
 
-A split sweep is the same tune / refit / evaluate as one run (the cores of
-:mod:`pipeline.stages`), once per split, with ``data.ordinal_split`` set to the split
-(:func:`split_config`). The thousands of small fits are independent, so each stage runs
-them as joblib tasks (``n_jobs`` of params.yaml; -1: every core), each worker loading the
-prepared splits it needs once. The DVC stages (:mod:`pipeline.stage`) do the tracking
-and the files: one MLflow parent run per composition and dataset with the per-split
-values as metric steps, one models directory per split, one ``results.json`` per run.
+The tasks call the same cores as one run (:mod:`pipeline.stages`); a split sweep runs them
+once per split with ``data.ordinal_split`` set to the split (:func:`split_config`). The
+tasks are independent, so each stage runs them as joblib tasks (``n_jobs`` of
+params.yaml; -1: every core; 1: in the stage's process), each process loading the
+prepared data it needs once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the
+tracking: a run's MLflow logging is recorded in its task and replayed by the stage
+(:func:`tune_recorded_task`); a split sweep is one MLflow parent run per composition and
+dataset with the per-split values as metric steps, one models directory per split, one
+``results.json`` per run.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-#: prepared splits loaded by this process (a worker keeps them across its tasks)
+#: prepared data loaded by this process (a worker keeps them across its tasks)
 _DATA: dict[str, Any] = {}
 
 
@@ -42,8 +45,9 @@ def load(cfg: Mapping[str, Any]) -> Any:
             from .errors import MissingRawDataError
 
             raise MissingRawDataError(
-                f"{exc}; in the DVC pipeline the preprocess stage prepares every split of "
-                "the ordinal datasets that params.yaml `datasets` selects (run dvc repro)"
+                f"{exc}; in the DVC pipeline the preprocess stage prepares the datasets (and "
+                "the splits of the ordinal ones) that params.yaml `datasets` selects: add it "
+                "there (or run dvc repro)"
             ) from None
     return _DATA[key]
 

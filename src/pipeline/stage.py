@@ -109,30 +109,6 @@ def preprocess(params: Mapping[str, Any]) -> None:
     log.info("prepared %d other variant(s) in %.1f s", count, time.perf_counter() - start)
 
 
-class _DataCache:
-    """Prepared datasets loaded once per process (runs of one experiment share one)."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, Any] = {}
-
-    def get(self, cfg: Mapping[str, Any]) -> Any:
-        from .data import load_prepared
-
-        name = cfg["dataset"]["name"]
-        key = json.dumps([name, cfg.get("data")], sort_keys=True, default=str)
-        if key not in self._data:
-            try:
-                self._data[key] = load_prepared(name, cfg, prepare_missing=False)
-            except FileNotFoundError as exc:
-                from .errors import MissingRawDataError
-
-                raise MissingRawDataError(
-                    f"{exc}; in the DVC pipeline the preprocess stage prepares the datasets "
-                    "that params.yaml `datasets` selects: add it there (or run dvc repro)"
-                ) from None
-        return self._data[key]
-
-
 def _tracker(params: Mapping[str, Any], key: str) -> Any:
     from .tracking import TrackingSettings, make_tracker
 
@@ -153,41 +129,35 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
+    from . import splits
     from .composition import validate
     from .experiments import compose_runs, get_experiment
     from .fileio import write_json
-    from .stages import tune as core
-    from .tracking import run_params
+    from .tracking import RecordingTracker, run_params
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
     runs = compose_runs(params, key)
     comps = {rid: validate(cfg) for rid, cfg in runs.items()}  # all valid before any work
     tracker = _tracker(params, key)
-    cache = _DataCache()
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
+    n_jobs = _n_jobs(params)
     swept: dict[str, dict[str, Any]] = {}
     if item["splits"] is not None:
-        from . import splits
-
-        log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(runs), _n_jobs(params))
+        log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(runs), n_jobs)
         swept = splits.sweep(
-            runs, lambda rid, cfg_s, split: (cfg_s, comps[rid]), splits.tune_task, _n_jobs(params)
+            runs, lambda rid, cfg_s, split: (cfg_s, comps[rid]), splits.tune_task, n_jobs
         )
-    # the other runs: in parallel worker processes when n_jobs != 1 (each fit is
-    # single-threaded); their MLflow logging is recorded there and replayed here
+    # the other runs: worker processes when n_jobs != 1 (each fit is single-threaded);
+    # what a run logs is recorded where it runs and replayed here, into its parent run
     plain = {rid: cfg for rid, cfg in runs.items() if cfg.get("splits") is None}
-    recorded: dict[str, Any] = {}
-    if _n_jobs(params) != 1 and len(plain) > 1:
-        from . import splits
-
-        log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), _n_jobs(params))
-        tasks = [(cfg, comps[rid]) for rid, cfg in plain.items()]
-        results = splits.run_tasks(splits.tune_recorded_task, tasks, _n_jobs(params))
-        recorded = dict(zip(plain, results, strict=True))
+    log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
+    tasks = [(cfg, comps[rid]) for rid, cfg in plain.items()]
+    results = splits.run_tasks(splits.tune_recorded_task, tasks, n_jobs)
+    recorded = dict(zip(plain, results, strict=True))
     for n, (rid, cfg) in enumerate(runs.items(), 1):
         comp = comps[rid]
-        log.info("[%d/%d] tune %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
+        log.info("[%d/%d] tuned %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
         with tracker.parent_run(
             task=comp.task,
             name=f"{key}/{rid}",
@@ -196,12 +166,8 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
             if rid in recorded:
-                from .tracking import RecordingTracker
-
                 tuned, calls = recorded[rid]
                 RecordingTracker.replay(calls, tracker)
-            elif cfg.get("splits") is None:
-                tuned = core.run(cfg, cache.get(cfg), tracker, composition=comp)
             else:
                 tuned = _log_tuned_splits(swept[rid], tracker)
         out["runs"][rid] = {"config": cfg, "run_id": run_id, "tune": tuned}
@@ -242,17 +208,16 @@ def _tuning(key: str) -> dict[str, Any]:
 
 
 def refit(params: Mapping[str, Any], key: str) -> Path:
-    """Refit every run of ``key`` on train + validation; write ``models/<key>/<run>/``."""
-    from .stages import refit as core
+    """Refit every run of ``key`` on train + validation; write ``models/<key>/<run>/``
+    (worker processes when ``n_jobs != 1``)."""
+    from . import splits
 
     tuning = _tuning(key)
-    cache = _DataCache()
     root = _out(MODELS_DIR / key)
+    n_jobs = _n_jobs(params)
     swept = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
     if swept:
-        from . import splits
-
-        log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), _n_jobs(params))
+        log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), n_jobs)
         splits.sweep(
             swept,
             lambda rid, cfg_s, split: (
@@ -261,26 +226,19 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
                 root / rid / f"split{split:02d}",
             ),
             splits.refit_task,
-            _n_jobs(params),
+            n_jobs,
         )
     plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
-    if _n_jobs(params) != 1 and len(plain) > 1:  # in parallel worker processes
-        from . import splits
-
-        log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), _n_jobs(params))
-        tasks = [(e["config"], e["tune"], root / rid) for rid, e in plain.items()]
-        splits.run_tasks(splits.refit_task, tasks, _n_jobs(params))
-        return root
-    for n, (rid, entry) in enumerate(plain.items(), 1):
-        log.info("[%d/%d] refit %s/%s", n, len(plain), key, rid)
-        cfg = entry["config"]
-        core.save(core.run(cfg, cache.get(cfg), entry["tune"]), root / rid)
+    log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
+    tasks = [(e["config"], e["tune"], root / rid) for rid, e in plain.items()]
+    splits.run_tasks(splits.refit_task, tasks, n_jobs)
     return root
 
 
 def evaluate(params: Mapping[str, Any], key: str) -> Path:
     """Evaluate every run of ``key`` on test, log to its MLflow run; write
     ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``."""
+    from . import splits
     from .composition import validate
     from .fileio import write_json
     from .stages import evaluate as core
@@ -288,13 +246,10 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
 
     tuning = _tuning(key)
     tracker = _tracker(params, key)
-    cache = _DataCache()
     metrics: dict[str, Any] = {}
     swept_cfg = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
     swept: dict[str, dict[str, Any]] = {}
     if swept_cfg:
-        from . import splits
-
         comps = {rid: validate(cfg) for rid, cfg in swept_cfg.items()}
         swept = splits.sweep(
             swept_cfg,
@@ -321,7 +276,7 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
             if cfg.get("splits") is None:
                 result = core.run(
                     cfg,
-                    cache.get(cfg),
+                    splits.load(cfg),
                     entry["tune"],
                     refit_core.load(_out(MODELS_DIR / key / rid)),
                     tracker,

@@ -34,7 +34,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..sets import ConvexSet, get_set
 from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
-from ._solver import fit_projection_model
+from ._solver import fit_projection_model, one_blas_thread
+
+#: the polynomial kernel with one BLAS thread, as the fit: the same kernel (to the last
+#: bit) whatever the BLAS threads of the calling process
+_kernel = one_blas_thread(polynomial_kernel)
 
 MODELS = ("linear", "poly")
 
@@ -112,13 +116,7 @@ class ProjectionEstimatorBase(BaseEstimator):
     def _features(self, X: Any) -> Any:
         if self.model == "linear":
             return X
-        from ._solver import _blas_controller
-
-        # one BLAS thread, as in the fit: the same kernel whatever the caller's threads
-        with _blas_controller().limit(limits=1, user_api="blas"):
-            return polynomial_kernel(
-                X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0
-            )
+        return _kernel(X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0)
 
     def _validate_X(self, X: Any, reset: bool) -> Any:
         return validate_data(

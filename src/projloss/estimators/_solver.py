@@ -20,8 +20,11 @@ projection per objective evaluation, and sparse features stay sparse
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +35,8 @@ from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
+
+T = TypeVar("T")
 
 _CONTROLLER: ThreadpoolController | None = None
 
@@ -75,6 +80,18 @@ def _preconditioner(
     return P, P_inv
 
 
+def one_blas_thread(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` with one BLAS thread (threadpoolctl): see :func:`fit_projection_model`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@one_blas_thread
 def fit_projection_model(
     F,
     phi: NDArray[np.float64],
@@ -112,38 +129,6 @@ def fit_projection_model(
     does not depend on the threads of the calling process (a multi-threaded ``eigh``
     rounds differently, which matters for fits stopped by ``max_iter``).
     """
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        return _fit(
-            F,
-            phi,
-            projection_set,
-            geometry,
-            alpha=alpha,
-            fit_intercept=fit_intercept,
-            max_iter=max_iter,
-            tol=tol,
-            penalize_intercept=penalize_intercept,
-            coef_init=coef_init,
-            intercept_init=intercept_init,
-            precondition=precondition,
-        )
-
-
-def _fit(
-    F,
-    phi: NDArray[np.float64],
-    projection_set: ConvexSet,
-    geometry: str,
-    *,
-    alpha: float,
-    fit_intercept: bool,
-    max_iter: int,
-    tol: float,
-    penalize_intercept: bool,
-    coef_init: NDArray[np.float64] | None,
-    intercept_init: NDArray[np.float64] | None,
-    precondition: bool,
-) -> FitResult:
     n, d = F.shape
     event_shape = phi.shape[1:]
     p = int(np.prod(event_shape))
@@ -206,7 +191,7 @@ def _fit(
             f"L-BFGS did not converge in {res.nit} iterations ({res.message}); "
             "increase max_iter or tol, or scale the features",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=4,  # warn, wrapper, fit_projection_model, estimator.fit
         )
     B = res.x.reshape(p, dt)
     if precondition:
