@@ -46,6 +46,14 @@ Costs: a batched ``np.argsort``, :math:`O(k \log k)`, then one compiled pass per
 (:mod:`projloss._numba`) that gathers the sorted row, solves the isotonic problem by pool
 adjacent violators (:mod:`projloss.isotonic`, :math:`O(k)`) and scatters the result back:
 no Python loop over samples.
+
+Extreme magnitudes: forming :math:`s - w` (or :math:`s - \log w`) loses the weights to
+rounding once :math:`|\theta| \gg |w|` (at :math:`|\theta| = 10^{100}` it returns
+zeros). Euclidean rows with :math:`\max|\theta| > 10^6 \max(1, \max|w|)` and KL rows
+of range above 600 therefore keep each pool relative to its largest entry
+(:func:`_pav_shifted`): the projection is exact up to rounding for any finite
+:math:`\theta` (at :math:`|\theta| = 10^{300}`, distinct entries get exactly the weights
+of their ranks, tied entries the mean weight of their ranks).
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._numba import kernel
 from .._validation import check_array
-from ..isotonic import pav_decreasing, pav_decreasing_log
+from ..isotonic import pav_decreasing
 from .base import ConvexSet
 from .simplex import as_rows
 
@@ -76,15 +84,71 @@ def _unsort(values: NDArray[np.float64], order: NDArray[np.intp]) -> NDArray[np.
     return out
 
 
-#: Rows whose range (max - min) exceeds this take the log-domain KL path; below it,
-#: exponentials relative to the row max stay normal floats (>= e^-600 ~ 1e-261).
+#: Rows whose range (max - min) exceeds this take the exact (reference-shifted) KL path;
+#: below it, exponentials relative to the row max stay normal floats (>= e^-600 ~ 1e-261).
 _LINEAR_RANGE = 600.0
+
+#: Euclidean rows whose largest magnitude exceeds this multiple of max(1, max |w|) take the
+#: exact (reference-shifted) path: forming s - w would lose the weights to rounding
+#: (an absolute error ulp(|s|) ~ 1.1e-16 |s|, i.e. 1e-10 max|w| at this threshold, and
+#: all of w beyond |s| ~ 1e16 max|w|, where the plain path returns zeros).
+_EXACT_SCALE = 1e6
 
 
 @kernel
-def _project_rows(x, order, w, logw, kl, out):
+def _pav_shifted(s, w, kl, out, ref, c, acc, sw, cnt, start):
+    r"""Exact projection of one row ``s`` sorted in descending order, written to ``out``
+    (sorted order), for huge magnitudes.
+
+    Pool adjacent violators on the same pools as the plain paths, but each pool ``B`` keeps
+    its value relative to its first (largest) entry ``r_B``, so no quantity of the size of
+    ``|s|`` is ever combined with one of the size of ``w``:
+
+    - Euclidean: value :math:`r_B + c_B`, :math:`c_B = (\sum_B (s_i - r_B) - \sum_B w_i)
+      / |B|`; output :math:`u_j = (s_j - r_B) - c_B`;
+    - KL: value :math:`\operatorname{LSE}(s_B) - \log\sum_B w_i = r_B + c_B`,
+      :math:`c_B = \log(\sum_B e^{s_i - r_B} / \sum_B w_i)`; output
+      :math:`u_j = e^{(s_j - r_B) - c_B}`.
+
+    Pools ``A`` (before) and ``B`` violate the order when :math:`r_A - r_B < c_B - c_A`.
+    Merged pools have entries within :math:`O(k \max|w|)` of each other (or of
+    :math:`O(k)` in the log domain), so the differences :math:`s_j - r_B` are exact
+    (Sterbenz) whatever :math:`|s|`; distinct entries farther apart than the weights
+    never pool, and get exactly :math:`w_j`.
+    """
+    k = s.size
+    top = -1
+    for i in range(k):
+        top += 1
+        ref[top] = s[i]
+        acc[top] = 1.0 if kl else 0.0
+        sw[top] = w[i]
+        cnt[top] = 1.0
+        c[top] = -np.log(w[i]) if kl else -w[i]
+        start[top] = i
+        while top > 0 and ref[top - 1] - ref[top] < c[top] - c[top - 1]:
+            p = top - 1
+            d = ref[top] - ref[p]  # <= 0, small: the pools are close
+            if kl:
+                acc[p] += acc[top] * np.exp(d)
+            else:
+                acc[p] += acc[top] + cnt[top] * d
+            sw[p] += sw[top]
+            cnt[p] += cnt[top]
+            top = p
+            c[top] = np.log(acc[top] / sw[top]) if kl else (acc[top] - sw[top]) / cnt[top]
+    for t in range(top + 1):
+        end = start[t + 1] if t < top else k
+        for j in range(start[t], end):
+            d = (s[j] - ref[t]) - c[t]
+            out[j] = np.exp(d) if kl else d
+
+
+@kernel
+def _project_rows(x, order, w, kl, scale, out):
     # order[r]: the permutation sorting x[r] in ascending order; w: the weights sorted in
-    # descending order, logw = log(w) (KL only).
+    # descending order; scale: the magnitude above which a Euclidean row takes the exact
+    # path.
     n, k = x.shape
     s = np.empty(k)
     y = np.empty(k)
@@ -99,13 +163,13 @@ def _project_rows(x, order, w, logw, kl, out):
     for r in range(n):
         for j in range(k):  # descending order (ties: any order gives the same result)
             s[j] = x[r, order[r, k - 1 - j]]
-        if not kl:
+        if not kl and max(abs(s[0]), abs(s[k - 1])) <= scale:
             for j in range(k):
                 y[j] = s[j] - w[j]
             pav_decreasing(y, ones, v, s1, s2, val, start)
             for j in range(k):
                 out[r, order[r, k - 1 - j]] = s[j] - v[j]
-        elif s[0] - s[k - 1] <= _LINEAR_RANGE:
+        elif kl and s[0] - s[k - 1] <= _LINEAR_RANGE:
             # Linear domain: with e = exp(s - s_0), the pool value LSE(s_B) - log sum_B w
             # is s_0 + log(sum_B e / sum_B w), increasing in the ratio: pooling the ratios
             # (weighted means of e_i / w_i) forms the same pools, and the projection is
@@ -115,11 +179,10 @@ def _project_rows(x, order, w, logw, kl, out):
             pav_decreasing(y, w, v, s1, s2, val, start)
             for j in range(k):
                 out[r, order[r, k - 1 - j]] = y[j] / v[j]
-        else:  # wide range: log-domain pools
-            pav_decreasing_log(s, logw, v, s1, s2, s3, s4, val, start)
+        else:  # huge magnitudes (Euclidean) or a wide range (KL): reference-shifted pools
+            _pav_shifted(s, w, kl, y, s1, s2, s3, s4, val, start)
             for j in range(k):
-                # s - v = s_j - LSE(s_B) + log sum_B w <= log sum_B w: no overflow.
-                out[r, order[r, k - 1 - j]] = np.exp(s[j] - v[j])
+                out[r, order[r, k - 1 - j]] = y[j]
 
 
 class Permutahedron(ConvexSet):
@@ -172,8 +235,8 @@ class Permutahedron(ConvexSet):
         x, shape = as_rows(theta)
         out = np.empty_like(x)
         if x.size:
-            logw = np.log(w) if kl else w
-            _project_rows(x, np.argsort(x, axis=1), w, logw, kl, out)
+            scale = _EXACT_SCALE * max(1.0, float(np.abs(w).max()))
+            _project_rows(x, np.argsort(x, axis=1), w, kl, scale, out)
         return out.reshape(shape)
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
