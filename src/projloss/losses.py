@@ -25,6 +25,10 @@ computed in forms that avoid cancellation for large :math:`|\theta|`:
   \langle\varphi, \log\varphi\rangle` with :math:`0 \log 0 = 0`; no exponential of
   :math:`\theta` is formed, so it is finite whenever the projection is.
 
+Huge :math:`|\theta|`: a projection that is not representable raises (see the sets), and
+so does a loss value that overflows float64 (e.g. the squared loss at
+:math:`|\theta| = 10^{300}`): :class:`ProjectionLoss` never returns ``inf`` or ``NaN``.
+
 The term :math:`\Omega(\varphi(y))` is evaluated as :math:`\Psi(\varphi(y))`, i.e. the
 indicator :math:`I_C(\varphi(y))` is dropped: this matters only if a label lies outside
 ``C`` (e.g. a multilabel sample with more labels than a knapsack's upper bound, as in the
@@ -70,7 +74,25 @@ def loss_from_projection(
     if geometry == "euclidean":
         d = u - phi
         return np.sum(d * (theta - 0.5 * (u + phi)), axis=ax)
-    return np.sum(theta * (u - phi) - xlogy(u, u) + xlogy(phi, phi), axis=ax)
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = theta * (u - phi) - xlogy(u, u) + xlogy(phi, phi)
+    bad = ~np.isfinite(terms)
+    if bad.any():
+        # <theta, u> and <u, log u> overflow separately for huge u (R^p_+ near its limit,
+        # theta ~ 704-711: inf - inf = NaN); u (theta - log u) does not.
+        t, v, f = theta[bad], u[bad], phi[bad]
+        with np.errstate(over="ignore", invalid="ignore"):
+            terms[bad] = v * (t - np.log(np.where(v > 0, v, 1.0))) - t * f + xlogy(f, f)
+    return np.sum(terms, axis=ax)
+
+
+def _check_finite(values: NDArray[np.float64], theta: NDArray[np.float64]) -> None:
+    """Refuse a loss value that overflowed float64 (rather than return inf or NaN)."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            "the projection loss overflows float64 at this theta (max |theta| = "
+            f"{np.abs(theta).max():.3g}): its value is not representable; scale theta down"
+        )
 
 
 class ProjectionLoss:
@@ -135,7 +157,10 @@ class ProjectionLoss:
         r""":math:`S_C^\Psi(\theta, y)`, one value per leading index."""
         theta, phi = self._check(theta, phi)
         u = self.project(theta)
-        return loss_from_projection(theta, u, phi, self.geometry, self.event_ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = loss_from_projection(theta, u, phi, self.geometry, self.event_ndim)
+        _check_finite(values, theta)
+        return values
 
     __call__ = value
 
@@ -146,7 +171,9 @@ class ProjectionLoss:
         projection. Returns ``(values, grad, u)``."""
         theta, phi = self._check(theta, phi)
         u = self.project(theta)
-        values = loss_from_projection(theta, u, phi, self.geometry, self.event_ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = loss_from_projection(theta, u, phi, self.geometry, self.event_ndim)
+        _check_finite(values, theta)
         return values, u - phi, u
 
     def conjugate(self, theta: ArrayLike) -> NDArray[np.float64]:
@@ -155,7 +182,10 @@ class ProjectionLoss:
         theta = check_array(theta, name="theta")
         u = self.project(theta)
         ax = tuple(range(-self.event_ndim, 0))
-        return np.sum(theta * u, axis=ax) - psi(u, self.geometry, self.event_ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.sum(theta * u, axis=ax) - psi(u, self.geometry, self.event_ndim)
+        _check_finite(values, theta)
+        return values
 
     def compositional(self, theta: ArrayLike, phi: ArrayLike) -> NDArray[np.float64]:
         r"""The compositional loss :math:`\ell_C^\Psi = D_\Psi(\varphi(y), P_C^\Psi(\theta))`

@@ -6,6 +6,10 @@ r"""The non-negative orthant :math:`\mathbb{R}^p_+` (the KL baseline).
   :math:`\mathbb{R}^{k\times k}_+`).
 
 Unbounded: no vertices and no MAP. Points may have any trailing shape.
+
+The KL projection :math:`e^{\theta - 1}` is not representable in float64 for
+:math:`\theta > 1 + \log(\text{max float}) \approx 710.78` (:data:`KL_THETA_MAX`): such
+input is refused with a ``ValueError`` naming the limit rather than returned as ``inf``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from numpy.typing import ArrayLike, NDArray
 from .._validation import check_array
 from .base import ConvexSet
 
+#: Largest theta whose KL projection e^{theta - 1} is a finite float64 (~710.78).
+KL_THETA_MAX = 1.0 + float(np.log(np.finfo(np.float64).max))
+
 
 class NonNegative(ConvexSet):
     """:math:`\\mathbb{R}^p_+`."""
@@ -28,10 +35,22 @@ class NonNegative(ConvexSet):
         return np.maximum(theta, 0.0)
 
     def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        # Overflows to inf only when theta > ~710: the orthant is unbounded, so the
-        # projection itself is that large.
-        with np.errstate(over="ignore"):
-            return np.exp(theta - 1.0)
+        # The orthant is unbounded: the projection itself is e^{theta - 1}, which overflows
+        # float64 beyond KL_THETA_MAX -- refuse rather than return inf.
+        if theta.size and theta.max() > KL_THETA_MAX:
+            raise ValueError(
+                f"the KL projection onto R^p_+ is exp(theta - 1), which overflows float64 "
+                f"for theta > {KL_THETA_MAX:.2f}; got max theta = {theta.max():.6g}: scale "
+                "theta down, or project onto a bounded set (e.g. 'unit_cube')"
+            )
+        with np.errstate(over="ignore"):  # (theta - 1 can round up to the limit)
+            out = np.exp(theta - 1.0)
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"the KL projection onto R^p_+ overflows float64 for theta > "
+                f"{KL_THETA_MAX:.2f}; scale theta down"
+            )
+        return out
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         raise ValueError(
