@@ -97,7 +97,8 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
         Start from the previous solution (useful along a path of ``alpha``).
     w : array-like of shape (k,), default=None
         Weights of the permutahedron (descending); ``None`` means ``(k, ..., 1)``. Only for
-        the permutahedron encoding.
+        the permutahedron encoding; its ``k`` entries must be finite and distinct (tied
+        weights cannot encode an order: ``fit`` raises a ``ValueError``).
 
     Attributes
     ----------
@@ -157,6 +158,15 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
             w = np.asarray(self.w, dtype=np.float64)
             if w.shape != (k,):
                 raise ValueError(f"w must have shape ({k},) for {k} labels, got {w.shape}")
+            if not np.all(np.isfinite(w)):
+                raise ValueError("w contains NaN or infinite values; it must be finite")
+            if np.unique(w).size != k:
+                raise ValueError(
+                    f"w must have {k} distinct entries for the permutahedron to encode "
+                    f"rankings (labels with equal weights cannot be ordered, so predictions "
+                    f"would be constant), got w = {w.tolist()}; use distinct weights, e.g. "
+                    f"the default w = None, i.e. ({k}, ..., 1)"
+                )
         self.n_labels_ = k
         return perms, k
 
