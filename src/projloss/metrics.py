@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.metrics import f1_score, hamming_loss, mean_absolute_error
 
-from .target_losses import check_permutations, permutation_matrix
+from ._permutations import check_permutations, permutation_matrix
 
 
 def _dense(y: Any) -> np.ndarray:

@@ -37,56 +37,21 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._params import ParamsMixin
+from ._permutations import (
+    _as_int,
+    check_permutations,
+    inverse_permutation,
+    permutation_matrix,
+    permuted_weights,
+)
+
 
 def _axes(n: int) -> tuple[int, ...]:
     return tuple(range(-n, 0))
 
 
-def _as_int(y: ArrayLike, name: str) -> NDArray[np.int64]:
-    arr = np.asarray(y)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"{name} must contain integers")
-        return arr.astype(np.int64)
-    if arr.dtype.kind not in "iub":
-        raise ValueError(f"{name} must contain integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64)
-
-
-def check_permutations(y: ArrayLike, name: str = "y") -> NDArray[np.int64]:
-    """Validate an array of permutations of ``0..k-1`` on the last axis."""
-    arr = _as_int(y, name)
-    if arr.ndim < 1:
-        raise ValueError(f"{name} must have shape (..., k) of permutations, got a scalar")
-    k = arr.shape[-1]
-    ok = np.all(np.sort(arr, axis=-1) == np.arange(k), axis=-1)
-    if not np.all(ok):
-        bad = np.argwhere(~np.atleast_1d(ok))[0]
-        raise ValueError(
-            f"{name} must hold permutations of 0..{k - 1} (y[rank] = label); "
-            f"entry {tuple(int(i) for i in bad)} is not a permutation"
-        )
-    return arr
-
-
-def permutation_matrix(y: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Permutation matrices ``P[..., rank, label] = 1`` for ``y[..., rank] = label``."""
-    k = y.shape[-1]
-    return np.eye(k)[y]
-
-
-def inverse_permutation(y: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Ranks: ``r[..., label] = rank`` for ``y[..., rank] = label``."""
-    return np.argsort(y, axis=-1, kind="stable")
-
-
-def permuted_weights(y: NDArray[np.int64], w: NDArray[np.float64]) -> NDArray[np.float64]:
-    r"""The permutahedron encoding :math:`\psi(\pi)_{\pi_r} = w_r`: label ``y[r]`` gets
-    ``w[r]``."""
-    return np.asarray(w, dtype=np.float64)[inverse_permutation(y)]
-
-
-class TargetLoss(ABC):
+class TargetLoss(ParamsMixin, ABC):
     r"""A target loss with the affine decomposition of paper eq. 8."""
 
     #: Registry name.
@@ -144,22 +109,6 @@ class TargetLoss(ABC):
     def __call__(self, yhat: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
         """Same as :meth:`loss`."""
         return self.loss(yhat, y)
-
-    def get_params(self) -> dict[str, Any]:
-        return {}
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(self) is not type(other):
-            return NotImplemented
-        a, b = self.get_params(), other.get_params()  # type: ignore[union-attr]
-        return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, repr(self.get_params())))
 
 
 class HammingLoss(TargetLoss):

@@ -9,9 +9,10 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import MultiOutputMixin
 from sklearn.utils.validation import check_consistent_length
 
+from .._permutations import check_permutations, permutation_matrix
 from ..metrics import ranking_hamming_loss
 from ..sets import ConvexSet
-from ..target_losses import TargetLoss, check_permutations, permutation_matrix
+from ..target_losses import TargetLoss
 from ._base import ProjectionEstimatorBase
 
 

@@ -24,11 +24,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._params import ParamsMixin
 from .._validation import check_array, check_geometry
 
 
-class ConvexSet(ABC):
-    """Base class of the convex sets (see the module docstring for the contract)."""
+class ConvexSet(ParamsMixin, ABC):
+    """Base class of the convex sets (see the module docstring for the contract).
+
+    ``repr``, ``==`` and ``hash`` follow from :meth:`get_params`
+    (:class:`~projloss._params.ParamsMixin`)."""
 
     #: Registry name, also the Hydra ``set/`` option.
     name: ClassVar[str]
@@ -110,24 +114,6 @@ class ConvexSet(ABC):
 
     @abstractmethod
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]: ...
-
-    # ------------------------------------------------------------------ misc
-    def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (for reprs, configs and logging)."""
-        return {}
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(self) is not type(other):
-            return NotImplemented
-        a, b = self.get_params(), other.get_params()  # type: ignore[union-attr]
-        return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, repr(self.get_params())))
 
 
 def event_axes(matrix: bool) -> tuple[int, ...]:
