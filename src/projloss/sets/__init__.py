@@ -1,7 +1,26 @@
-"""Convex sets with Euclidean/KL projection oracles and MAP oracles (paper §4).
+r"""Convex sets with Euclidean/KL projection oracles and MAP oracles (paper §4).
 
 Use :func:`get_set` to build a set from its registry name (the names of the Hydra
-``conf/set/`` group).
+``conf/set/`` group). The batched projections behind the set oracles are also available
+as functions, on any axis and without input validation:
+
+- :func:`project_simplex` (sparsemax) and :func:`softmax`: the Euclidean and KL
+  projections onto the simplex;
+- :func:`project_capped_simplex` and :func:`kl_project_capped_simplex`: the Euclidean and
+  KL projections onto :math:`\{\mu \in [0,1]^k : \langle\mu, 1\rangle = m\}` (the
+  knapsack faces);
+- :func:`projloss.isotonic.isotonic_regression` and :func:`projloss.isotonic.isotonic_kl`:
+  the isotonic problems behind the permutahedron and the order simplex.
+
+Examples
+--------
+>>> import numpy as np
+>>> s = get_set("knapsack", lower=1, upper=2)
+>>> theta = np.array([0.9, 0.8, 0.7, 0.1])  # clip(theta, 0, 1) sums to 2.5 > 2
+>>> print(np.round(s.project(theta), 6))
+[0.766667 0.666667 0.566667 0.      ]
+>>> print(s.argmax(theta))
+[1. 1. 0. 0.]
 """
 
 from __future__ import annotations
@@ -10,13 +29,13 @@ from typing import Any
 
 from .base import ConvexSet
 from .birkhoff import Birkhoff
-from .knapsack import Knapsack
+from .knapsack import Knapsack, kl_project_capped_simplex, project_capped_simplex
 from .nonneg import NonNegative
 from .order_simplex import OrderSimplex
 from .permutahedron import Permutahedron
 from .reals import Reals
 from .row_simplex import RowSimplex
-from .simplex import Simplex
+from .simplex import Simplex, project_simplex, softmax
 from .unit_cube import MatrixCube, UnitCube
 
 #: Registry: name -> class. Extended by each set module as it lands.
@@ -60,4 +79,8 @@ __all__ = [
     "Simplex",
     "UnitCube",
     "get_set",
+    "kl_project_capped_simplex",
+    "project_capped_simplex",
+    "project_simplex",
+    "softmax",
 ]

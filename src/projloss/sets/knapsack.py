@@ -284,6 +284,12 @@ def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64
     (up to rounding), in :math:`O(k\log k)`. This is the sort-based counterpart of Pardalos
     & Kovoor (1990) and of the bisection of the paper's Appendix; hand-written because no
     library provides it batched.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(np.round(project_capped_simplex(np.array([2.0, 0.5, 0.2, -1.0]), 2), 6))
+    [1.   0.65 0.35 0.  ]
     """
     return _capped(theta, m, kl=False)
 
@@ -306,6 +312,13 @@ def kl_project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.floa
     pass over the row (a compiled loop; a few rounds on typical inputs, at most
     :math:`m`). Batched over the leading axes; ``m`` broadcasts to
     ``theta.shape[:-1]`` and must lie in ``[0, k]`` (not validated).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mu = kl_project_capped_simplex(np.array([5.0, 0.0, 0.0, np.log(2.0)]), 2)
+    >>> print(np.round(mu, 6))  # the first capped at 1, the rest in ratio 1 : 1 : 2
+    [1.   0.25 0.25 0.5 ]
     """
     return _capped(theta, m, kl=True)
 
