@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The engine's docstring Examples (src/projloss) run as doctests beside the test suite.
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks
-	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 2 tests src/projloss --doctest-modules
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks

@@ -32,6 +32,14 @@ class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator)
     ----------
     classes_ : ndarray of shape (k,)
     median_ : the predicted label (an element of ``classes_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.zeros((5, 1))
+    >>> model = MedianOrdinalRegressor().fit(X, [1, 2, 2, 3, 4])
+    >>> print(model.predict(X[:2]))
+    [2 2]
     """
 
     def fit(self, X: Any, y: Any) -> MedianOrdinalRegressor:
@@ -79,6 +87,16 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
     ----------
     classes_ : ndarray of shape (k,)
     ridge_ : the fitted :class:`~sklearn.linear_model.Ridge`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 2))
+    >>> y = np.digitize(X @ [1.0, 0.5], [-1.0, 0.0, 1.0]) + 1
+    >>> model = RidgeRoundingOrdinalRegressor(alpha=1.0).fit(X, y)
+    >>> print(model.predict(X[:3]), f"{model.score(X, y):.2f}")
+    [3 3 2] -0.34
     """
 
     def __init__(

@@ -112,6 +112,18 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     event_shape_ : tuple
         ``(k, k)`` or ``(k,)``.
     X_fit_ : training inputs (``model="poly"`` only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((60, 3))
+    >>> y = np.argsort(-(X @ rng.standard_normal((3, 4))), axis=1)  # y[i, rank] = label
+    >>> model = ProjectionLabelRanker(projection_set="permutahedron", alpha=1e-3).fit(X, y)
+    >>> model.predict(X[:2]).shape
+    (2, 4)
+    >>> print(f"{model.score(X, y):.2f}")  # 1 - Hamming loss between permutation matrices
+    1.00
     """
 
     _task: ClassVar[str] = "label_ranking"

@@ -49,6 +49,18 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
     n_iter_ : int
 
     ``score`` is the accuracy (scikit-learn's default for classifiers).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((90, 2))
+    >>> y = np.array(["a", "b", "c"])[np.argmax(X @ [[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]], axis=1)]
+    >>> model = ProjectionClassifier(projection_set="simplex", alpha=1e-3).fit(X, y)
+    >>> print(model.classes_, f"{model.score(X, y):.2f}")
+    ['a' 'b' 'c'] 0.98
+    >>> print(np.round(model.project(X[:1]).sum(), 6))  # a point of the simplex
+    1.0
     """
 
     _task: ClassVar[str] = "multiclass"

@@ -99,6 +99,16 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
     coef_ : ndarray of shape (k, n_model_features)
     intercept_ : ndarray of shape (k,)
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((80, 4))
+    >>> Y = (X @ rng.standard_normal((4, 3)) > 0.5).astype(int)
+    >>> model = ProjectionMultilabelClassifier(alpha=1e-3).fit(X, Y)
+    >>> print(model.predict(X[:2]).shape, f"{model.score(X, Y):.2f}")
+    (2, 3) 1.00
     """
 
     _task: ClassVar[str] = "multilabel"

@@ -88,6 +88,16 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
     coef_ : ndarray of shape (k - 1, n_model_features)
     intercept_ : ndarray of shape (k - 1,)
     n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 2))
+    >>> y = np.digitize(X @ [1.0, 0.5], [-1.0, 0.0, 1.0]) + 1  # classes 1..4
+    >>> model = ProjectionOrdinalRegressor(alpha=1e-3).fit(X, y)
+    >>> print(model.classes_, f"{model.score(X, y):.2f}")  # score = -MAE
+    [1 2 3 4] -0.01
     """
 
     _task: ClassVar[str] = "ordinal"

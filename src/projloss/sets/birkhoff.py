@@ -67,6 +67,21 @@ class Birkhoff(ConvexSet):
         cold, so results still meet ``tol`` and agree with a cold start up to solver
         accuracy, but they depend (below ``tol``) on the call history, and one instance
         should not be shared between threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Birkhoff()
+    >>> theta = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 1.5], [0.0, 1.5, 1.0]])
+    >>> P = s.project(theta)
+    >>> print(np.round(P, 4))
+    [[1.   0.   0.  ]
+     [0.   0.25 0.75]
+     [0.   0.75 0.25]]
+    >>> print(np.round(P.sum(axis=0), 6), np.round(P.sum(axis=1), 6))
+    [1. 1. 1.] [1. 1. 1.]
+    >>> print(s.decode(s.argmax(theta)))  # the best assignment: rank -> label
+    [0 2 1]
     """
 
     name: ClassVar[str] = "birkhoff"

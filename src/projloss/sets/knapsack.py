@@ -347,6 +347,18 @@ class Knapsack(ConvexSet):
     upper : int or None, default None
         The upper bound :math:`u \ge l`; ``None`` means :math:`u = k` (no upper bound).
         Must not exceed the size ``k`` of the points it is used with.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Knapsack(lower=1, upper=2)  # between 1 and 2 labels
+    >>> theta = np.array([0.9, 0.8, 0.7, 0.1])
+    >>> print(np.round(s.project(theta), 6))
+    [0.766667 0.666667 0.566667 0.      ]
+    >>> print(np.round(s.project(theta, "kl"), 6))
+    [0.630339 0.570354 0.516078 0.283229]
+    >>> print(s.argmax(theta), len(s.vertices(4)))
+    [1. 1. 0. 0.] 10
     """
 
     name: ClassVar[str] = "knapsack"

@@ -27,7 +27,17 @@ KL_THETA_MAX = 1.0 + float(np.log(np.finfo(np.float64).max))
 
 
 class NonNegative(ConvexSet):
-    """:math:`\\mathbb{R}^p_+`."""
+    """:math:`\\mathbb{R}^p_+`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = NonNegative()
+    >>> print(s.project(np.array([-1.5, 0.0, 2.0])))
+    [0. 0. 2.]
+    >>> print(np.round(s.project(np.array([-1.5, 0.0, 2.0]), "kl"), 6))  # exp(theta - 1)
+    [0.082085 0.367879 2.718282]
+    """
 
     name: ClassVar[str] = "nonneg"
 

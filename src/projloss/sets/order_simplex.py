@@ -93,7 +93,20 @@ def _project(theta: NDArray[np.float64], kl: bool) -> NDArray[np.float64]:
 
 class OrderSimplex(ConvexSet):
     """The order simplex :math:`\\{1 \\ge \\mu_1 \\ge \\dots \\ge \\mu_{k-1} \\ge 0\\}`
-    (``k`` classes, points in :math:`\\mathbb R^{k-1}`)."""
+    (``k`` classes, points in :math:`\\mathbb R^{k-1}`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = OrderSimplex()  # k = 4 classes: points in R^3
+    >>> theta = np.array([0.8, 1.2, -0.5])
+    >>> print(np.round(s.project(theta), 6))
+    [1. 1. 0.]
+    >>> print(np.round(s.project(theta, "kl"), 6))
+    [1.      1.      0.22313]
+    >>> print(s.argmax(theta), s.decode(s.argmax(theta)), s.encode(3, k=4))
+    [1. 1. 0.] 3 [1. 1. 0.]
+    """
 
     name: ClassVar[str] = "order_simplex"
 

@@ -194,6 +194,20 @@ class Permutahedron(ConvexSet):
         The weights inducing the polytope (any order; sorted descending internally). Must be
         finite, and positive for the KL geometry. Default: ``(k, k-1, ..., 1)`` for the size
         ``k`` of the input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Permutahedron()  # w = (k, ..., 1)
+    >>> theta = np.array([0.3, -1.2, 2.0, 0.5])
+    >>> print(np.round(s.project(theta), 6))
+    [2.4 1.  4.  2.6]
+    >>> print(np.round(s.project(theta, "kl"), 6))
+    [2.25083 1.      4.      2.74917]
+    >>> print(s.argmax(theta), s.decode(s.argmax(theta)))  # label 2 first, then 3, 0, 1
+    [2. 1. 4. 3.] [2 3 0 1]
+    >>> print(np.round(s.project(1e300 * theta), 6))  # exact at any magnitude
+    [2. 1. 4. 3.]
     """
 
     name: ClassVar[str] = "permutahedron"

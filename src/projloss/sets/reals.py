@@ -20,7 +20,17 @@ from .base import ConvexSet
 
 
 class Reals(ConvexSet):
-    """:math:`\\mathbb{R}^p`: identity projection (Euclidean only)."""
+    """:math:`\\mathbb{R}^p`: identity projection (Euclidean only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Reals()
+    >>> print(s.project(np.array([-1.5, 0.0, 2.0])))  # the identity
+    [-1.5  0.   2. ]
+    >>> print(s.contains(np.array([[1e6, -1e6]])))
+    [ True]
+    """
 
     name: ClassVar[str] = "reals"
     geometries: ClassVar[tuple[str, ...]] = ("euclidean",)

@@ -40,7 +40,20 @@ from .simplex import (
 
 
 class RowSimplex(ConvexSet):
-    r""":math:`\triangle^{k\times k}`: row-stochastic ``k x k`` matrices."""
+    r""":math:`\triangle^{k\times k}`: row-stochastic ``k x k`` matrices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = RowSimplex()
+    >>> theta = np.array([[1.0, 0.0, 0.2], [0.0, 3.0, 0.0], [0.4, 0.5, 0.6]])
+    >>> print(np.round(s.project(theta), 6))  # one sparsemax per row
+    [[0.9      0.       0.1     ]
+     [0.       1.       0.      ]
+     [0.233333 0.333333 0.433333]]
+    >>> print(s.decode(s.argmax(theta)))  # the column of each row's maximum
+    [0 1 2]
+    """
 
     name: ClassVar[str] = "row_simplex"
     matrix: ClassVar[bool] = True

@@ -193,7 +193,20 @@ def decode_one_hot(v: ArrayLike, name: str = "v") -> NDArray[np.int64]:
 
 
 class Simplex(ConvexSet):
-    r""":math:`\triangle^k`: sparsemax (Euclidean), softmax (KL), argmax (MAP)."""
+    r""":math:`\triangle^k`: sparsemax (Euclidean), softmax (KL), argmax (MAP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Simplex()
+    >>> theta = np.array([0.5, 1.2, -1.0])
+    >>> print(np.round(s.project(theta), 6))  # sparsemax
+    [0.15 0.85 0.  ]
+    >>> print(np.round(s.project(theta, "kl"), 6))  # softmax
+    [0.308939 0.622127 0.068934]
+    >>> print(s.argmax(theta), s.decode(s.argmax(theta)), s.encode(2, k=3))
+    [0. 1. 0.] 1 [0. 0. 1.]
+    """
 
     name: ClassVar[str] = "simplex"
 

@@ -24,7 +24,18 @@ from .base import ConvexSet, check_binary, event_axes
 
 
 class UnitCube(ConvexSet):
-    """:math:`[0,1]^p`."""
+    """:math:`[0,1]^p`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = UnitCube()
+    >>> theta = np.array([-0.5, 0.3, 1.7])
+    >>> print(s.project(theta), np.round(s.project(theta, "kl"), 6))
+    [0.  0.3 1. ] [0.22313  0.496585 1.      ]
+    >>> print(s.argmax(theta), s.decode(s.argmax(theta)))
+    [0. 1. 1.] [0 1 1]
+    """
 
     name: ClassVar[str] = "unit_cube"
 
@@ -58,7 +69,18 @@ class UnitCube(ConvexSet):
 
 
 class MatrixCube(UnitCube):
-    """:math:`[0,1]^{k\\times k}`: the unit cube for ``k x k`` matrices."""
+    """:math:`[0,1]^{k\\times k}`: the unit cube for ``k x k`` matrices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = MatrixCube()
+    >>> print(s.project(np.array([[2.0, -1.0], [0.5, 0.25]])))
+    [[1.   0.  ]
+     [0.5  0.25]]
+    >>> print(s.vertices(2).shape)
+    (16, 2, 2)
+    """
 
     name: ClassVar[str] = "cube"
     matrix: ClassVar[bool] = True
