@@ -184,6 +184,10 @@ class ProjectionLoss:
         ax = tuple(range(-self.event_ndim, 0))
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.sum(theta * u, axis=ax) - psi(u, self.geometry, self.event_ndim)
+            if self.geometry == "kl" and not np.all(np.isfinite(values)):
+                # <theta, u> - <u, log u> = <u, theta - log u>: no inf - inf for huge u
+                logu = np.log(np.where(u > 0, u, 1.0))
+                values = np.sum(u * (theta - logu), axis=ax)
         _check_finite(values, theta)
         return values
 

@@ -123,6 +123,8 @@ def test_kl_nonneg_at_its_limit():
     xlogx = phi * np.log(np.maximum(phi, 1e-300))
     expected = u.sum(-1) - np.sum(theta * phi, -1) + np.sum(xlogx, -1)
     np.testing.assert_allclose(value, expected, rtol=1e-12)
+    # Omega*(theta) = <theta, u> - <u, log u> = sum(u) here
+    np.testing.assert_allclose(ProjectionLoss(s, "kl").conjugate(theta), u.sum(-1), rtol=1e-12)
     assert np.isfinite(s.project(np.array([KL_THETA_MAX]), "kl")).all()
 
 
