@@ -43,3 +43,16 @@ def test_multilabel_metrics():
 
 def test_ordinal_mae():
     assert ordinal_mae([1, 2, 3, 5], [1, 3, 3, 2]) == pytest.approx((0 + 1 + 0 + 3) / 4)
+
+
+def test_metrics_validate_their_inputs():
+    with pytest.raises(ValueError, match="y_true must be a 0/1 label indicator matrix"):
+        multilabel_accuracy([[0, 2]], [[0, 1]])  # was 50.0
+    with pytest.raises(ValueError, match="different shapes"):
+        f1([[0, 1, 1]], [[0, 1]])
+    with pytest.raises(ValueError, match="y_pred must hold permutations"):
+        ranking_hamming_loss([[0, 1, 2]], [[0, 0, 2]])
+    with pytest.raises(ValueError, match="sample_weight must have shape"):
+        ranking_hamming_loss([[0, 1, 2]], [[0, 1, 2]], sample_weight=[1.0, 1.0])
+    with pytest.raises(ValueError, match="finite numeric ordinal labels"):
+        ordinal_mae([1, np.inf], [1, 2])

@@ -232,3 +232,21 @@ def test_kl_linear_and_log_domain_paths_agree_across_the_range_threshold(k):
             assert certificate(np.maximum(x, 1e-300), t, w, "kl") >= -1e-9 * k * width
     below, above = s.project(599.999 * base, "kl"), s.project(600.001 * base, "kl")
     np.testing.assert_allclose(below, above, atol=1e-5 * k)
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "kl"])
+def test_plain_and_shifted_paths_agree_across_the_scale_threshold(geometry):
+    """Euclidean rows above 1e6 max(1, max|w|) (and KL rows of range > 600) keep each pool
+    relative to its largest entry; just below and above the threshold, both paths give
+    the projection of the exactly representable unshifted row (translation invariance:
+    P(theta + c 1) = P(theta))."""
+    rng = np.random.default_rng(7)
+    w = rng.uniform(0.5, 3.0, size=8)
+    s = Permutahedron(w)
+    theta = rng.standard_normal((25, 8))
+    for c in (0.99e6 * w.max(), 1.01e6 * w.max(), 1e9):
+        shifted = theta + c
+        exact = shifted - c  # Sterbenz: exact
+        np.testing.assert_allclose(
+            s.project(shifted, geometry), s.project(exact, geometry), atol=1e-9
+        )
