@@ -14,9 +14,7 @@ from pathlib import Path
 from ..errors import DataFormatError
 
 #: the remedy of a NaN/inf value
-NOT_FINITE = (
-    "missing or infinite values are not supported: fill the value in, or remove the row"
-)
+NOT_FINITE = "missing or infinite values are not supported: fill the value in, or remove the row"
 
 
 def read_text(path: Path) -> str:
