@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from .errors import RegistryError, UnknownDatasetError
+from .errors import DataSettingError, RegistryError, UnknownDatasetError
 from .settings import to_plain
 
 TASKS = ("label_ranking", "ordinal", "multilabel")
@@ -122,9 +122,10 @@ class DatasetSpec:
         if self.n_splits is None:
             return dict(self.parts)
         if split is None or not 0 <= split < self.n_splits:
-            raise ValueError(
-                f"dataset {self.name!r}: split must be an integer in 0..{self.n_splits - 1}, "
-                f"got {split!r}"
+            raise DataSettingError(
+                f"data.ordinal_split={split!r} is out of range (dataset {self.name!r} has the "
+                f"splits 0..{self.n_splits - 1}); use an integer in 0..{self.n_splits - 1}, a "
+                "list of them or 'all'"
             )
         return {part: tmpl.format(split=split) for part, tmpl in self.parts.items()}
 
