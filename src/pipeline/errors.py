@@ -70,7 +70,7 @@ class DataSettingError(DatasetError, ValueError):
     """A data setting out of its valid range for a dataset (e.g. ``data.ordinal_split``)."""
 
 
-class PreparedDataError(DatasetError):
+class PreparedDataError(DatasetError, FileNotFoundError):
     """A prepared variant that is missing, stale or corrupted and may not be rebuilt here."""
 
 
