@@ -323,3 +323,57 @@ def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[D
             chosen[spec.name] = spec
     order = {n: i for i, n in enumerate(specs)}
     return sorted(chosen.values(), key=lambda s: order.get(s.name, len(order)))
+
+
+#: the OmegaConf resolver of :func:`task_datasets` (``conf/task/*.yaml``)
+RESOLVER = "registry_datasets"
+
+
+def task_datasets(
+    task: str, dirs: Sequence[str | Path] | str | None = None, form: str = "list"
+) -> list[str] | str:
+    """The datasets of a registry ``task`` that need no download, in registry order.
+
+    These are the datasets a bare ``--multirun`` sweeps and that the "valid datasets"
+    errors list (``task.datasets`` / ``task.sweep`` of ``conf/task/*.yaml``, the resolver
+    ``${registry_datasets:<task>,${data.dataset_dirs}[,sweep]}``): every dataset of the
+    task whose files all have a ``mirror`` copy or a local ``path`` -- the paper's
+    mirrored datasets and a user's own, not the upstream-only mediamill and tmc2007.
+    ``form="sweep"`` joins them with commas (Hydra's sweep syntax).
+
+    >>> task_datasets("label_ranking", ["conf/dataset"])  # doctest: +SKIP
+    ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
+    """
+    from .paths import project_root, resolve
+
+    if task not in TASKS:
+        raise RegistryError(f"unknown dataset task {task!r}; valid tasks: {', '.join(TASKS)}")
+    if dirs is None:
+        dirs = ["conf/dataset"]
+    elif isinstance(dirs, str | Path):
+        dirs = [dirs]
+    root = project_root()
+    specs = list_specs([resolve(str(d), root) for d in dirs])
+    names = [
+        n for n, s in specs.items() if s.task == task and all(f.mirror or f.path for f in s.files)
+    ]
+    if form == "sweep":
+        return ",".join(names)
+    if form != "list":
+        raise ValueError(f"form must be 'list' or 'sweep', got {form!r}")
+    return names
+
+
+def register_resolver() -> None:
+    """Register :func:`task_datasets` as the OmegaConf resolver ``registry_datasets``."""
+    from omegaconf import ListConfig, OmegaConf
+
+    def resolver(task: str, dirs: Any = None, form: str = "list") -> Any:
+        out = task_datasets(
+            task, dirs if dirs is None or isinstance(dirs, str) else list(dirs), form
+        )
+        # a ListConfig, not a list: OmegaConf.resolve (params.yaml) can store it in place
+        return ListConfig(out) if isinstance(out, list) else out
+
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, resolver)
