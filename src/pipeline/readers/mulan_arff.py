@@ -49,8 +49,8 @@ def label_names_from_xml(path: Path) -> list[str]:
     return names
 
 
-def _load_arff(path: Path) -> tuple[dict[str, Any], int, bool]:
-    """liac-arff decode of ``path``: (decoded, number of instances, sparse?)."""
+def _load_arff(path: Path) -> tuple[dict[str, Any], list[int], bool]:
+    """liac-arff decode of ``path``: (decoded, 1-based line of each instance, sparse?)."""
     text = read_text(path)
     # Count the data lines (sparse COO output does not report empty trailing rows).
     lines = text.splitlines()
@@ -59,36 +59,45 @@ def _load_arff(path: Path) -> tuple[dict[str, Any], int, bool]:
     )
     if start is None:
         raise DataFormatError("no @data section", path, None, "this is not an ARFF file")
-    rows = [ln.strip() for ln in lines[start + 1 :]]
-    rows = [ln for ln in rows if ln and not ln.startswith("%")]
-    sparse = bool(rows) and rows[0].startswith("{")
+    numbers = [
+        i + 1
+        for i in range(start + 1, len(lines))
+        if lines[i].strip() and not lines[i].strip().startswith("%")
+    ]
+    sparse = bool(numbers) and lines[numbers[0] - 1].strip().startswith("{")
     kind = arff.COO if sparse else arff.DENSE
     try:
         decoded = arff.loads(text, encode_nominal=True, return_type=kind)
     except arff.ArffException as exc:
+        found = re.search(r"line (\d+)", str(exc))
         raise DataFormatError(
-            f"invalid ARFF: {exc}", path, None, "fix the line it names (see the ARFF format)"
+            f"invalid ARFF: {exc}",
+            path,
+            int(found.group(1)) if found else None,
+            "fix the line it names (see the ARFF format)",
         ) from None
-    return decoded, len(rows), sparse
+    return decoded, numbers, sparse
 
 
-def _as_matrix(decoded: dict[str, Any], n: int, sparse: bool, path: Path) -> Any:
+def _as_matrix(decoded: dict[str, Any], numbers: list[int], sparse: bool, path: Path) -> Any:
     n_attr = len(decoded["attributes"])
+    n = len(numbers)
     if sparse:
         values, rows, cols = decoded["data"]
-        vals = np.asarray(values, dtype=object)
-        if any(v is None for v in values):
-            raise DataFormatError("missing value '?'", path, None, NOT_FINITE)
-        if not np.isfinite(vals.astype(np.float64)).all():
-            raise DataFormatError("infinite value", path, None, NOT_FINITE)
-        return sp.csr_matrix(
-            (vals.astype(np.float64), (np.asarray(rows), np.asarray(cols))), shape=(n, n_attr)
-        )
+        vals = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(vals))
+        if bad.size:
+            what = "missing value '?'" if values[bad[0]] is None else "infinite value"
+            raise DataFormatError(what, path, numbers[int(rows[bad[0]])], NOT_FINITE)
+        return sp.csr_matrix((vals, (np.asarray(rows), np.asarray(cols))), shape=(n, n_attr))
     A = np.array(decoded["data"], dtype=np.float64).reshape(-1, n_attr)
-    if np.isnan(A).any():
-        raise DataFormatError("missing value '?'", path, None, NOT_FINITE)
-    if np.isinf(A).any():
-        raise DataFormatError("infinite value", path, None, NOT_FINITE)
+    bad = np.argwhere(~np.isfinite(A))
+    if bad.size:
+        r, c = bad[0]
+        what = "missing value '?'" if np.isnan(A[r, c]) else "infinite value"
+        raise DataFormatError(
+            f"{what} in attribute {decoded['attributes'][c][0]!r}", path, numbers[r], NOT_FINITE
+        )
     return A
 
 
