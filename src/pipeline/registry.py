@@ -325,29 +325,34 @@ def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[D
     return sorted(chosen.values(), key=lambda s: order.get(s.name, len(order)))
 
 
-#: the OmegaConf resolver of :func:`task_datasets` (``conf/task/*.yaml``)
+#: the OmegaConf resolver of :func:`task_datasets` (``conf/config.yaml``'s sweep)
 RESOLVER = "registry_datasets"
 
 
 def task_datasets(
     task: str, dirs: Sequence[str | Path] | str | None = None, form: str = "list"
 ) -> list[str] | str:
-    """The datasets of a registry ``task`` that need no download, in registry order.
+    """The datasets a task can run on that need no download, in registry order.
 
-    These are the datasets a bare ``--multirun`` sweeps and that the "valid datasets"
-    errors list (``task.datasets`` / ``task.sweep`` of ``conf/task/*.yaml``, the resolver
-    ``${registry_datasets:<task>,${data.dataset_dirs}[,sweep]}``): every dataset of the
-    task whose files all have a ``mirror`` copy or a local ``path`` -- the paper's
-    mirrored datasets and a user's own, not the upstream-only mediamill and tmc2007.
-    ``form="sweep"`` joins them with commas (Hydra's sweep syntax).
+    Derived from the ``task:`` of each dataset YAML in ``dirs`` (default ``conf/dataset``):
+    every dataset of the task whose files all have a ``mirror`` copy or a local ``path``
+    -- the paper's mirrored datasets and a user's own, not the upstream-only mediamill
+    and tmc2007.  ``task`` is a dataset task or a pipeline task (``multiclass`` runs on
+    the ordinal datasets).  These are what a bare ``--multirun`` sweeps (the resolver
+    ``${registry_datasets:${task.name},${data.dataset_dirs},sweep}`` of
+    ``conf/config.yaml``) and what the "valid datasets" errors list.  ``form="sweep"``
+    joins them with commas (Hydra's sweep syntax).
 
-    >>> task_datasets("label_ranking", ["conf/dataset"])  # doctest: +SKIP
+    >>> task_datasets("label_ranking")  # doctest: +SKIP
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
     """
+    from .composition import DATASET_TASKS
     from .paths import project_root, resolve
 
-    if task not in TASKS:
-        raise RegistryError(f"unknown dataset task {task!r}; valid tasks: {', '.join(TASKS)}")
+    wanted = (task,) if task in TASKS else DATASET_TASKS.get(task)
+    if not wanted:
+        valid = sorted({*TASKS, *DATASET_TASKS})
+        raise RegistryError(f"unknown task {task!r}; valid tasks: {', '.join(valid)}")
     if dirs is None:
         dirs = ["conf/dataset"]
     elif isinstance(dirs, str | Path):
@@ -355,7 +360,7 @@ def task_datasets(
     root = project_root()
     specs = list_specs([resolve(str(d), root) for d in dirs])
     names = [
-        n for n, s in specs.items() if s.task == task and all(f.mirror or f.path for f in s.files)
+        n for n, s in specs.items() if s.task in wanted and all(f.mirror or f.path for f in s.files)
     ]
     if form == "sweep":
         return ",".join(names)
@@ -369,10 +374,9 @@ def register_resolver() -> None:
     from omegaconf import ListConfig, OmegaConf
 
     def resolver(task: str, dirs: Any = None, form: str = "list") -> Any:
-        out = task_datasets(
-            task, dirs if dirs is None or isinstance(dirs, str) else list(dirs), form
-        )
-        # a ListConfig, not a list: OmegaConf.resolve (params.yaml) can store it in place
+        plain = dirs if dirs is None or isinstance(dirs, str) else list(dirs)
+        out = task_datasets(task, plain, form)
+        # a ListConfig, not a list: OmegaConf.resolve can store it in place
         return ListConfig(out) if isinstance(out, list) else out
 
     if not OmegaConf.has_resolver(RESOLVER):
