@@ -220,7 +220,8 @@ def table_rows(
             if kept:
                 rows += kept
                 continue
-            status = "not fetched" + ("" if spec.mirrored else " (upstream only)")
+            local = all(f.mirror or f.path for f in spec.files)
+            status = "not fetched" + ("" if local else " (upstream only)")
             rows.append(missing_row(spec, status))
             continue
         except (DatasetError, ValueError) as exc:  # ValueError: e.g. a split out of range
