@@ -27,5 +27,5 @@ The engine (:mod:`projloss`) never imports this package, so it works without the
 
 from .registry import register_resolver as _register_resolver
 
-# ``${registry_datasets:...}`` of conf/task/*.yaml: the task's datasets from the registry.
+# ``${registry_datasets:...}`` of conf/config.yaml (the default sweep): from the registry.
 _register_resolver()
