@@ -14,15 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline import errors
 from pipeline.data import load_prepared
-from pipeline.errors import (
-    DataFormatError,
-    DatasetFailures,
-    DataSettingError,
-    MissingRawDataError,
-    PreparedDataError,
-    RegistryError,
-)
 from pipeline.stages import fetch, preprocess
 
 from ._data_fixtures import (
@@ -203,7 +196,7 @@ def test_bad_input_refused_with_one_line(tmp_path: Path, case: str) -> None:
     settings = settings_for(tmp_path)
     fetch.run(cfg_for(settings, datasets="u"), opener=refuse_network)
     raw_before = tree(settings.raw_dir)
-    with pytest.raises(DataFormatError) as info:
+    with pytest.raises(errors.DataFormatError) as info:
         preprocess.run(cfg_for(settings, datasets="u"))
     message = str(info.value)
     assert "\n" not in message
@@ -234,7 +227,7 @@ def test_bad_file_leaves_the_existing_variant_unchanged(tmp_path: Path) -> None:
     load_prepared("u", settings.as_dict(), opener=refuse_network)
     before = tree(settings.prepared_dir)
     data.write_text(lr_with(5, "1.0,2.0,3.0,a>b=c"))
-    with pytest.raises(DataFormatError, match=r"tie in ranking 'a>b=c' .*row 5\)"):
+    with pytest.raises(errors.DataFormatError, match=r"tie in ranking 'a>b=c' .*row 5\)"):
         load_prepared("u", settings.as_dict(), opener=refuse_network)
     assert tree(settings.prepared_dir) == before
 
@@ -306,7 +299,8 @@ def test_stale_variant_without_rebuild_is_a_clear_error(tmp_path: Path) -> None:
     load_prepared("u", settings.as_dict(), opener=refuse_network)
     data.write_text(LR_TEXT_40)
     fetch.run(cfg_for(settings, datasets="u"), opener=refuse_network)
-    with pytest.raises(PreparedDataError, match=r"u\.txt changed since it was built.*preprocess"):
+    stale = r"u\.txt changed since it was built.*preprocess"
+    with pytest.raises(errors.PreparedDataError, match=stale):
         load_prepared("u", settings.as_dict(), prepare_missing=False)
 
 
@@ -349,7 +343,7 @@ def test_corrupted_file_without_rebuild_is_one_line(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     d = load_prepared("u", settings.as_dict(), opener=refuse_network)
     (d.directory / "train.npz").write_bytes(b"garbage")
-    with pytest.raises(PreparedDataError) as info:
+    with pytest.raises(errors.PreparedDataError) as info:
         load_prepared("u", settings.as_dict(), prepare_missing=False)
     assert "train.npz is corrupted" in str(info.value) and "\n" not in str(info.value)
 
@@ -363,7 +357,7 @@ def test_one_broken_dataset_among_good_ones(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     cfg = cfg_for(settings, datasets=["bad", "good", "good2"])
     fetch.run(cfg, opener=refuse_network)
-    with pytest.raises(DataFormatError, match=r"dataset 'bad'.*row 3\)"):
+    with pytest.raises(errors.DataFormatError, match=r"dataset 'bad'.*row 3\)"):
         preprocess.run(cfg)
     assert {p.name for p in settings.prepared_dir.iterdir()} == {"good", "good2"}
     table = (settings.reports_dir / "dataset_stats.csv").read_text()
@@ -396,7 +390,7 @@ def test_every_failed_dataset_reported_on_its_own_line(
     fetch.run(cfg, opener=refuse_network)
     with (
         caplog.at_level(logging.ERROR, logger="pipeline"),
-        pytest.raises(DatasetFailures, match=r"2 of 3 dataset\(s\) failed: bad1, bad2"),
+        pytest.raises(errors.DatasetFailures, match=r"2 of 3 dataset\(s\) failed: bad1, bad2"),
     ):
         preprocess.run(cfg)
     lines = [r.message for r in caplog.records if r.message.startswith("error: ")]
@@ -411,7 +405,7 @@ def test_missing_raw_files_of_one_dataset_do_not_stop_the_others(tmp_path: Path)
     write_dataset(tmp_path, "unfetched", "orreview")
     settings = settings_for(tmp_path)
     fetch.run(cfg_for(settings, datasets="good"), opener=refuse_network)
-    with pytest.raises(MissingRawDataError, match="pipeline.fetch datasets=unfetched"):
+    with pytest.raises(errors.MissingRawDataError, match="pipeline.fetch datasets=unfetched"):
         preprocess.run(cfg_for(settings, datasets="all"))
     assert (settings.prepared_dir / "good" / "stats.json").is_file()
 
@@ -491,7 +485,7 @@ def test_ordinal_split_out_of_range_in_the_api(tmp_path: Path) -> None:
 
     settings = settings_for(tmp_path)
     spec = get_spec("ERA", [project_root() / "conf" / "dataset"])
-    with pytest.raises(DataSettingError, match=r"splits 0\.\.29"):
+    with pytest.raises(errors.DataSettingError, match=r"splits 0\.\.29"):
         preprocess.splits_to_prepare(spec, settings.replace(ordinal_split=30))
 
 
@@ -547,14 +541,15 @@ def test_drop_option_mulan_arff_before_one_hot(tmp_path: Path) -> None:
 
 def test_drop_option_unknown_name(tmp_path: Path) -> None:
     write_dataset(tmp_path, "u", "label_ranking", options={"drop": ["nope"]})
-    with pytest.raises(DataFormatError, match=r"unknown attribute\(s\) \['nope'\].*A1, A2, A3"):
+    unknown = r"unknown attribute\(s\) \['nope'\].*A1, A2, A3"
+    with pytest.raises(errors.DataFormatError, match=unknown):
         load_prepared("u", settings_for(tmp_path).as_dict(), opener=refuse_network)
 
 
 @pytest.mark.parametrize("fmt", ["orreview", "libsvm"])
 def test_drop_option_needs_named_attributes(tmp_path: Path, fmt: str) -> None:
     write_dataset(tmp_path, "u", fmt, options={"drop": ["x"]})
-    with pytest.raises(RegistryError, match="the option drop needs named attributes"):
+    with pytest.raises(errors.RegistryError, match="the option drop needs named attributes"):
         load_prepared("u", settings_for(tmp_path).as_dict(), opener=refuse_network)
     assert tree(tmp_path / "prepared") == {}
 
@@ -592,5 +587,5 @@ def test_unknown_dataset_task_in_the_registry(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("task: label_ranking", "task: ranking"))
     from pipeline.registry import load_spec
 
-    with pytest.raises(RegistryError, match=r"task must be one of \['label_ranking'"):
+    with pytest.raises(errors.RegistryError, match=r"task must be one of \['label_ranking'"):
         load_spec(path)

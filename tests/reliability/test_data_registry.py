@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from pipeline import registry
 from pipeline.composition import CompositionError, validate
 from pipeline.errors import RegistryError
 from pipeline.paths import project_root
-from pipeline.registry import task_datasets
 
 from ._data_fixtures import write_dataset
 
@@ -50,13 +50,13 @@ def paper_only(names: list[str]) -> list[str]:
 def test_task_datasets_of_the_paper() -> None:
     dirs = [ROOT / "conf" / "dataset"]
     for task, names in PAPER.items():
-        assert paper_only(task_datasets(task, dirs)) == names
-    ordinal = paper_only(task_datasets("ordinal", dirs))
-    assert len(ordinal) == 16 and ordinal == paper_only(task_datasets("multiclass", dirs))
-    assert "mediamill" not in task_datasets("multilabel", dirs)  # upstream only
-    assert task_datasets("label_ranking", dirs, "sweep").startswith("authorship,glass,")
+        assert paper_only(registry.task_datasets(task, dirs)) == names
+    ordinal = paper_only(registry.task_datasets("ordinal", dirs))
+    assert len(ordinal) == 16 and ordinal == paper_only(registry.task_datasets("multiclass", dirs))
+    assert "mediamill" not in registry.task_datasets("multilabel", dirs)  # upstream only
+    assert registry.task_datasets("label_ranking", dirs, "sweep").startswith("authorship,glass,")
     with pytest.raises(RegistryError, match="unknown task 'ranking'; valid tasks: "):
-        task_datasets("ranking", dirs)
+        registry.task_datasets("ranking", dirs)
 
 
 def test_user_dataset_is_in_the_default_sweep(tmp_path: Path) -> None:
