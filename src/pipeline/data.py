@@ -100,7 +100,9 @@ def load_prepared(
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname
     if prepare_missing:
-        fetch_dataset(spec, settings, opener=opener)  # verifies; re-copies changed path: files
+        # Verifies the raw files (re-copies a changed path: file); quiet when already here.
+        here = (settings.raw_dir / spec.name / "SHA256SUMS").is_file()
+        fetch_dataset(spec, settings.replace(progress=False) if here else settings, opener)
         prepare(spec, settings, variant.split)  # rebuilds a stale or corrupted variant
     else:
         # The raw files are checked when they are here (a prepared-only copy is fine).
