@@ -283,6 +283,21 @@ def test_preprocess_stage_rebuilds_a_stale_variant(
     assert stats["n_samples_raw"] == {"all": 40}
 
 
+def test_shared_raw_cache_does_not_serve_a_changed_file(tmp_path: Path) -> None:
+    """A long-lived RawCache (one process, several stage runs) reads a changed file again."""
+    data = write_dataset(tmp_path, "u", "label_ranking")
+    settings = settings_for(tmp_path)
+    cfg = cfg_for(settings, datasets="u", report=False)
+    cache = preprocess.RawCache()
+    fetch.run(cfg, opener=refuse_network)
+    preprocess.run(cfg, cache=cache)
+    data.write_text(LR_TEXT_40)
+    fetch.run(cfg, opener=refuse_network)
+    preprocess.run(cfg, cache=cache)
+    d = load_prepared("u", settings.as_dict(), prepare_missing=False)
+    assert len(d.train[1]) + len(d.val[1]) + len(d.test[1]) == 40
+
+
 def test_changed_reader_settings_rebuild(tmp_path: Path) -> None:
     """Adding `drop` to the YAML changes the variant's source settings: rebuilt."""
     write_dataset(tmp_path, "u", "label_ranking")

@@ -20,6 +20,7 @@ here keep their rows of the existing table.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -42,15 +43,24 @@ log = logging.getLogger(__name__)
 
 
 class RawCache:
-    """Raw datasets read once (keyed by raw directory, dataset and split)."""
+    """Raw datasets read once (keyed by raw directory, dataset, split, the recorded sha256
+    of its raw files and its reader settings: a changed file or option is read again)."""
 
     def __init__(self) -> None:
-        self._data: dict[tuple[Path, str, int | None], RawData] = {}
+        self._data: dict[tuple[Any, ...], RawData] = {}
 
     def get(self, spec: DatasetSpec, split: int | None, raw_dir: Path) -> RawData:
-        key = (Path(raw_dir), spec.name, split if spec.n_splits else None)
+        split = split if spec.n_splits else None
+        sums = read_checksums(Path(raw_dir) / spec.name)
+        key = (
+            Path(raw_dir),
+            spec.name,
+            split,
+            json.dumps(sums, sort_keys=True),
+            json.dumps(source_settings(spec), sort_keys=True, default=str),
+        )
         if key not in self._data:
-            self._data[key] = load_raw(spec, raw_dir, key[2])
+            self._data[key] = load_raw(spec, raw_dir, split)
         return self._data[key]
 
 
