@@ -298,6 +298,31 @@ def test_shared_raw_cache_does_not_serve_a_changed_file(tmp_path: Path) -> None:
     assert len(d.train[1]) + len(d.val[1]) + len(d.test[1]) == 40
 
 
+def test_pipeline_train_uses_the_rebuilt_variant(tmp_path: Path) -> None:
+    """pipeline.train on a user dataset whose path: file grew trains on all 40 samples."""
+    import yaml
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from pipeline import train
+    from pipeline.paths import conf_dir
+
+    data = write_dataset(tmp_path, "u", "label_ranking")
+    settings = settings_for(tmp_path)
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        composed = compose("config", overrides=["lambdas.num=2", "tracking.enabled=false"])
+    cfg = OmegaConf.to_container(composed, resolve=True)
+    cfg["data"] = {**cfg["data"], **settings.as_dict()}
+    cfg["dataset"] = yaml.safe_load((tmp_path / "registry" / "u.yaml").read_text())
+    cfg["progress"] = False
+    train.run(cfg)
+    data.write_text(LR_TEXT_40)
+    out = train.run(cfg)
+    stats = load_prepared("u", settings.as_dict(), prepare_missing=False).stats
+    assert stats["n_samples_raw"] == {"all": 40} and stats["n_samples"]["test"] == 8
+    assert out["composition"].dataset == "u"
+
+
 def test_changed_reader_settings_rebuild(tmp_path: Path) -> None:
     """Adding `drop` to the YAML changes the variant's source settings: rebuilt."""
     write_dataset(tmp_path, "u", "label_ranking")
