@@ -323,6 +323,37 @@ def test_pipeline_train_uses_the_rebuilt_variant(tmp_path: Path) -> None:
     assert out["composition"].dataset == "u"
 
 
+def test_dvc_preprocess_stage_rebuilds_every_stale_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m pipeline.stage preprocess` (the DVC stage) also rebuilds the variants it
+    prepares beside the selected settings (here drop_empty of a multilabel dataset)."""
+    import shutil
+
+    from pipeline import stage
+    from pipeline.paths import project_root
+    from pipeline.storage import load_stats
+
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copytree(project_root() / "conf" / "data", root / "conf" / "data")
+    monkeypatch.setenv("PROJLOSS_ROOT", str(root))
+    data = write_dataset(tmp_path, "u", "libsvm", SVM_TEXT + "1:0.5\n")  # one empty row
+    params = {
+        "datasets": "u",
+        "data": {"mirror": None, "progress": False, "dataset_dirs": [str(tmp_path / "registry")]},
+    }
+    stage.fetch(params)
+    stage.preprocess(params)
+    prepared = root / "data" / "prepared"
+    assert sorted(p.name for p in prepared.iterdir()) == ["u", "u+drop_empty"]
+    data.write_text(SVM_TEXT + SVM_TEXT + "1:0.5\n")
+    stage.fetch(params)
+    stage.preprocess(params)
+    for name, n in (("u", 21), ("u+drop_empty", 20)):
+        assert sum(load_stats(prepared / name)["n_samples"].values()) == n, name
+
+
 def test_changed_reader_settings_rebuild(tmp_path: Path) -> None:
     """Adding `drop` to the YAML changes the variant's source settings: rebuilt."""
     write_dataset(tmp_path, "u", "label_ranking")
