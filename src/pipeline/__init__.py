@@ -24,3 +24,8 @@ Experiments (compositions of the Hydra groups of ``conf/``):
 The engine (:mod:`projloss`) never imports this package, so it works without the
 ``pipeline`` extra (liac-arff, tqdm, pyyaml, hydra-core, mlflow, dvc, matplotlib).
 """
+
+from .registry import register_resolver as _register_resolver
+
+# ``${registry_datasets:...}`` of conf/config.yaml (the default sweep): from the registry.
+_register_resolver()

@@ -123,8 +123,17 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         raise CompositionError(f"unknown task {task!r}; valid tasks are {sorted(DATASET_TASKS)}")
     dataset = _node(cfg, "dataset")
     ds_task = dataset.get("task")
+    registry_tasks = sorted({t for ts in DATASET_TASKS.values() for t in ts})
+    if ds_task not in registry_tasks:
+        raise CompositionError(
+            f"dataset {dataset['name']!r} (conf/dataset/{dataset['name']}.yaml) has task "
+            f"{ds_task!r}, which is not a dataset task; write one of {', '.join(registry_tasks)}"
+        )
     if ds_task not in DATASET_TASKS[task]:
-        valid = ", ".join(task_node.get("datasets") or []) or "none mirrored"
+        from .registry import task_datasets
+
+        dirs = (cfg.get("data") or {}).get("dataset_dirs")
+        valid = ", ".join(task_datasets(task, dirs)) or "none available offline"
         raise CompositionError(
             f"dataset {dataset['name']!r} has {ds_task} labels, which the {task} task cannot "
             f"use; valid datasets for {task} are {valid} (or any "

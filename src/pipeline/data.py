@@ -5,12 +5,18 @@
 >>> X_train, Y_train = d.train                        # doctest: +SKIP
 >>> d.stats["knapsack"]["u"]                          # doctest: +SKIP
 
-When the prepared files are missing (or were built with other parameters), the dataset
-is fetched and preprocessed first.
+The dataset is fetched (a no-op when its raw files are present and verified; a local
+``path:`` file that changed is copied again) and its prepared variant is rebuilt when it
+is missing, was built from other raw files or settings, or is corrupted (the sha256 of
+each prepared file is recorded at write): see :func:`pipeline.stages.preprocess.staleness`.
+With ``prepare_missing=False`` such a variant is an error instead
+(:class:`~pipeline.errors.PreparedDataError`, a :class:`FileNotFoundError`).
 """
 
 from __future__ import annotations
 
+import logging
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from .errors import PreparedDataError
 from .protocol import SPLITS, Variant
 from .registry import DatasetSpec, get_spec
 from .settings import data_settings
 from .stages.fetch import Opener, fetch_dataset
-from .stages.preprocess import is_current, prepare
+from .stages.preprocess import prepare, raw_checksums, staleness
 from .storage import load_split, load_stats
+
+log = logging.getLogger(__name__)
+#: what reading a damaged .npz may raise
+_DAMAGED = (zipfile.BadZipFile, ValueError, OSError, KeyError, EOFError)
 
 
 @dataclass
@@ -88,16 +99,34 @@ def load_prepared(
     spec = get_spec(dataset, settings.dataset_dirs)
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname
-    if not is_current(directory, variant, None):
-        if not prepare_missing:
-            raise FileNotFoundError(
-                f"dataset {spec.name!r}: no prepared variant in {directory}; run "
+    if prepare_missing:
+        # Verifies the raw files (re-copies a changed path: file); quiet when already here.
+        here = (settings.raw_dir / spec.name / "SHA256SUMS").is_file()
+        fetch_dataset(spec, settings.replace(progress=False) if here else settings, opener)
+        prepare(spec, settings, variant.split)  # rebuilds a stale or corrupted variant
+    else:
+        # The raw files are checked when they are here (a prepared-only copy is fine).
+        here = (settings.raw_dir / spec.name / "SHA256SUMS").is_file()
+        sums = raw_checksums(spec, settings, variant.split) if here else None
+        reason = staleness(directory, variant, sums, spec)
+        if reason is not None:
+            what = "no prepared variant" if reason == "missing" else f"prepared variant {reason}"
+            raise PreparedDataError(
+                f"dataset {spec.name!r}: {what} in {directory}; run "
                 f"`python -m pipeline.preprocess datasets={spec.name}`"
             )
-        fetch_dataset(spec, settings, opener=opener)
+    try:
+        loaded = {s: load_split(directory / f"{s}.npz") for s in SPLITS}
+    except _DAMAGED as exc:  # damaged after the check (e.g. concurrently): rebuild once
+        if not prepare_missing:
+            raise PreparedDataError(
+                f"dataset {spec.name!r}: cannot read {directory} ({type(exc).__name__}); run "
+                f"`python -m pipeline.preprocess datasets={spec.name} data.force=true`"
+            ) from None
+        log.warning("prepared %s unreadable (%s): rebuilding it", directory, type(exc).__name__)
         prepare(spec, settings.replace(force=True), variant.split)
+        loaded = {s: load_split(directory / f"{s}.npz") for s in SPLITS}
     stats = load_stats(directory) or {}
-    loaded = {s: load_split(directory / f"{s}.npz") for s in SPLITS}
     return PreparedData(
         name=spec.name,
         task=spec.task,

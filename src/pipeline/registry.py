@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from .errors import RegistryError, UnknownDatasetError
+from .errors import DataSettingError, RegistryError, UnknownDatasetError
 from .settings import to_plain
 
 TASKS = ("label_ranking", "ordinal", "multilabel")
@@ -122,9 +122,10 @@ class DatasetSpec:
         if self.n_splits is None:
             return dict(self.parts)
         if split is None or not 0 <= split < self.n_splits:
-            raise ValueError(
-                f"dataset {self.name!r}: split must be an integer in 0..{self.n_splits - 1}, "
-                f"got {split!r}"
+            raise DataSettingError(
+                f"data.ordinal_split={split!r} is out of range (dataset {self.name!r} has the "
+                f"splits 0..{self.n_splits - 1}); use an integer in 0..{self.n_splits - 1}, a "
+                "list of them or 'all'"
             )
         return {part: tmpl.format(split=split) for part, tmpl in self.parts.items()}
 
@@ -322,3 +323,61 @@ def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[D
             chosen[spec.name] = spec
     order = {n: i for i, n in enumerate(specs)}
     return sorted(chosen.values(), key=lambda s: order.get(s.name, len(order)))
+
+
+#: the OmegaConf resolver of :func:`task_datasets` (``conf/config.yaml``'s sweep)
+RESOLVER = "registry_datasets"
+
+
+def task_datasets(
+    task: str, dirs: Sequence[str | Path] | str | None = None, form: str = "list"
+) -> list[str] | str:
+    """The datasets a task can run on that need no download, in registry order.
+
+    Derived from the ``task:`` of each dataset YAML in ``dirs`` (default ``conf/dataset``):
+    every dataset of the task whose files all have a ``mirror`` copy or a local ``path``
+    -- the paper's mirrored datasets and a user's own, not the upstream-only mediamill
+    and tmc2007.  ``task`` is a dataset task or a pipeline task (``multiclass`` runs on
+    the ordinal datasets).  These are what a bare ``--multirun`` sweeps (the resolver
+    ``${registry_datasets:${task.name},${data.dataset_dirs},sweep}`` of
+    ``conf/config.yaml``) and what the "valid datasets" errors list.  ``form="sweep"``
+    joins them with commas (Hydra's sweep syntax).
+
+    >>> task_datasets("label_ranking")  # doctest: +SKIP
+    ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
+    """
+    from .composition import DATASET_TASKS
+    from .paths import project_root, resolve
+
+    wanted = (task,) if task in TASKS else DATASET_TASKS.get(task)
+    if not wanted:
+        valid = sorted({*TASKS, *DATASET_TASKS})
+        raise RegistryError(f"unknown task {task!r}; valid tasks: {', '.join(valid)}")
+    if dirs is None:
+        dirs = ["conf/dataset"]
+    elif isinstance(dirs, str | Path):
+        dirs = [dirs]
+    root = project_root()
+    specs = list_specs([resolve(str(d), root) for d in dirs])
+    names = [
+        n for n, s in specs.items() if s.task in wanted and all(f.mirror or f.path for f in s.files)
+    ]
+    if form == "sweep":
+        return ",".join(names)
+    if form != "list":
+        raise ValueError(f"form must be 'list' or 'sweep', got {form!r}")
+    return names
+
+
+def register_resolver() -> None:
+    """Register :func:`task_datasets` as the OmegaConf resolver ``registry_datasets``."""
+    from omegaconf import ListConfig, OmegaConf
+
+    def resolver(task: str, dirs: Any = None, form: str = "list") -> Any:
+        plain = dirs if dirs is None or isinstance(dirs, str) else list(dirs)
+        out = task_datasets(task, plain, form)
+        # a ListConfig, not a list: OmegaConf.resolve can store it in place
+        return ListConfig(out) if isinstance(out, list) else out
+
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, resolver)

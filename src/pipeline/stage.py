@@ -103,7 +103,8 @@ def preprocess(params: Mapping[str, Any]) -> None:
             wanted += [(settings.replace(drop_empty=not settings.drop_empty), None)]
         for chosen, split in wanted:
             variant = Variant.of(spec, chosen, split)
-            if not core.is_current(chosen.prepared_dir / variant.dirname, variant, None):
+            sums = core.raw_checksums(spec, chosen, variant.split)  # stale raw: rebuilt
+            if not core.is_current(chosen.prepared_dir / variant.dirname, variant, sums, spec):
                 core.prepare(spec, chosen, variant.split, cache)
                 count += 1
     log.info("prepared %d other variant(s) in %.1f s", count, time.perf_counter() - start)

@@ -117,6 +117,38 @@ def missing_row(spec: DatasetSpec, status: str) -> dict[str, Any]:
     return row
 
 
+def error_row(spec: DatasetSpec) -> dict[str, Any]:
+    """A table row for a dataset whose raw files cannot be read (the log says why)."""
+    return missing_row(spec, "read error (see the preprocess log)")
+
+
+_INT_COLUMNS = ("train", "dev", "test", "features", "classes")
+
+
+def read_table(reports_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The rows of an existing ``dataset_stats.csv`` by dataset (typed as written), or {}.
+
+    An unreadable table (other columns, bad values) counts as absent.
+    """
+    path = Path(reports_dir) / "dataset_stats.csv"
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f)
+            if tuple(reader.fieldnames or ()) != TABLE_COLUMNS:
+                return {}
+            out: dict[str, list[dict[str, Any]]] = {}
+            for raw in reader:
+                row: dict[str, Any] = dict(raw)
+                for col in _INT_COLUMNS:
+                    row[col] = int(row[col]) if row[col] else ""
+                row["avg_labels"] = float(row["avg_labels"]) if row["avg_labels"] else ""
+                row["drop_empty"] = {"True": True, "False": False}.get(row["drop_empty"], "")
+                out.setdefault(row["dataset"], []).append(row)
+            return out
+    except (OSError, ValueError, KeyError, csv.Error):
+        return {}
+
+
 def write_table(
     rows: Sequence[Mapping[str, Any]], specs: Mapping[str, DatasetSpec], reports_dir: Path
 ) -> tuple[Path, Path]:

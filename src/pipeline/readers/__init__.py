@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import MissingRawDataError
+from ..errors import DataFormatError, MissingRawDataError, RegistryError
 from ..registry import DatasetSpec
 
 #: options that name a file of the dataset (resolved in its raw directory)
 FILE_OPTIONS = {"labels_xml"}
+#: formats whose attributes have names, so that the option ``drop: [name, ...]`` applies
+NAMED_FORMATS = ("label_ranking", "mulan_arff")
 
 
 def _reader(fmt: str) -> Callable[..., Any]:
@@ -77,11 +79,30 @@ def load_raw(spec: DatasetSpec, raw_dir: Path, split: int | None = None) -> RawD
             f"dataset {spec.name!r}: raw file(s) {missing} missing in {base}; "
             f"run `python -m pipeline.fetch datasets={spec.name}` first"
         )
+    if "drop" in options and spec.format not in NAMED_FORMATS:
+        raise RegistryError(
+            f"dataset {spec.name!r} ({spec.source or 'its YAML'}): the option drop needs named "
+            f"attributes, which the {spec.format} format has not; remove the option (formats "
+            f"with names: {', '.join(NAMED_FORMATS)})"
+        )
     read = _reader(spec.format)
     try:
         arrays, meta = read([base / f for f in files.values()], **options)
     except TypeError as exc:
-        raise ValueError(f"dataset {spec.name!r}: bad reader options {options}: {exc}") from exc
+        raise RegistryError(
+            f"dataset {spec.name!r} ({spec.source or 'its YAML'}): bad reader options "
+            f"{spec.options}: {exc}; see README, 'Adding a dataset'"
+        ) from None
+    except DataFormatError as exc:
+        raise exc.with_dataset(spec.name) from None
+    except ValueError as exc:  # a parser's own error (sklearn, numpy): still one line
+        raise DataFormatError(
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            ", ".join(str(base / f) for f in files.values()),
+            None,
+            "check the file against its format (README, 'Adding a dataset')",
+            spec.name,
+        ) from None
     parts = {}
     for part, (X, y) in zip(files, arrays, strict=True):
         if spec.sparse is True:

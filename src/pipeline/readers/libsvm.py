@@ -6,6 +6,10 @@ files (``zero_based=False``); label ids start at ``label_base`` (0 in the LIBSVM
 multi-label sets).  Lines without labels (first token ``idx:val``) are samples with an
 empty label set.  Labels become a dense 0/1 ``int8`` indicator matrix (scikit-learn's
 ``MultiLabelBinarizer``); X is a CSR matrix.
+
+Refused with a one-line :class:`~pipeline.errors.DataFormatError` (file and 1-based line
+when known): empty or binary plain files, lines that scikit-learn's parser rejects,
+NaN/inf values.  The features have no names, so the option ``drop`` is not available.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_files
 from sklearn.preprocessing import MultiLabelBinarizer
 
+from ..errors import DataFormatError
+from ._text import NOT_FINITE, read_text
+
 Part = tuple[sp.csr_matrix, np.ndarray]
 
 
@@ -30,14 +37,35 @@ def read(
     label_base: int = 0,
 ) -> tuple[list[Part], dict[str, Any]]:
     """Read LIBSVM multi-label files jointly."""
-    loaded = load_svmlight_files(
-        [str(p) for p in paths],
-        n_features=n_features,
-        dtype=np.float64,
-        multilabel=True,
-        zero_based=zero_based,
-    )
+    for path in paths:
+        if Path(path).suffix not in (".bz2", ".gz"):
+            read_text(path)  # empty, binary or not UTF-8: refused here with its line
+    try:
+        loaded = load_svmlight_files(
+            [str(p) for p in paths],
+            n_features=n_features,
+            dtype=np.float64,
+            multilabel=True,
+            zero_based=zero_based,
+        )
+    except (ValueError, OSError, EOFError) as exc:
+        raise DataFormatError(
+            f"malformed LIBSVM data: {exc}",
+            ", ".join(map(str, paths)),
+            None,
+            "each line must be `l1,l2,... index:value ...` (1-based increasing indices)",
+        ) from None
     Xs, ys = loaded[0::2], loaded[1::2]
+    for X, path in zip(Xs, paths, strict=True):
+        bad = np.flatnonzero(~np.isfinite(X.data))
+        if bad.size:
+            sample = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+            raise DataFormatError(
+                f"value {X.data[bad[0]]} of feature {int(X.indices[bad[0]]) + 1}",
+                path,
+                _line_of_sample(Path(path), sample),
+                NOT_FINITE,
+            )
     label_ids = []
     # A Python loop per sample, once at load time (sklearn returns label tuples per row).
     for y, path in zip(ys, paths, strict=True):
@@ -45,7 +73,9 @@ def read(
         for row in y:
             arr = np.asarray(row, dtype=np.float64)
             if not np.all(arr == np.round(arr)):
-                raise ValueError(f"{path}: non-integer label in {row}")
+                raise DataFormatError(
+                    f"non-integer label in {row}", path, None, "labels are integer ids"
+                )
             ids.append(tuple(int(v) - label_base for v in arr))
         label_ids.append(ids)
     seen = [i for ids in label_ids for row in ids for i in row]
@@ -63,3 +93,18 @@ def read(
         Y = mlb.fit_transform(ids).astype(np.int8)
         parts.append((sp.csr_matrix(X, dtype=np.float64), Y))
     return parts, {"n_classes": n_labels, "n_attributes": int(Xs[0].shape[1])}
+
+
+def _line_of_sample(path: Path, sample: int) -> int | None:
+    """1-based line of the ``sample``-th data line of a plain file (comments skipped)."""
+    if path.suffix in (".bz2", ".gz"):
+        return None
+    count = -1
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            text = line.split("#", 1)[0].strip()
+            if text:
+                count += 1
+                if count == sample:
+                    return i + 1
+    return None

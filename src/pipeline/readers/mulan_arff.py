@@ -13,6 +13,11 @@ order: kept attributes, flipped ``{1,0}`` ones, then the one-hot blocks (``name=
 Birds thus has 258 numeric + 1 (``hasSegments``) + 12 (``location``) = 271 columns
 from its 260 feature attributes.
 Labels: a dense 0/1 ``int8`` indicator matrix, columns in the order of the label list.
+
+Option ``drop: [name, ...]``: feature attributes removed before encoding (e.g. an
+identifier that would one-hot encode into hundreds of columns).  Refused with a one-line
+:class:`~pipeline.errors.DataFormatError`: empty or binary files, invalid ARFF (liac-arff's
+message names the line), missing (``?``) or infinite values.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import OneHotEncoder
 
+from ..errors import DataFormatError
+from ._text import NOT_FINITE, check_drop, read_text
+
 Part = tuple[np.ndarray | sp.csr_matrix, np.ndarray]
 _NUMERIC = {"NUMERIC", "REAL", "INTEGER"}
 
@@ -41,49 +49,66 @@ def label_names_from_xml(path: Path) -> list[str]:
     return names
 
 
-def _load_arff(path: Path) -> tuple[dict[str, Any], int, bool]:
-    """liac-arff decode of ``path``: (decoded, number of instances, sparse?)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+def _load_arff(path: Path) -> tuple[dict[str, Any], list[int], bool]:
+    """liac-arff decode of ``path``: (decoded, 1-based line of each instance, sparse?)."""
+    text = read_text(path)
     # Count the data lines (sparse COO output does not report empty trailing rows).
     lines = text.splitlines()
     start = next(
         (i for i, line in enumerate(lines) if line.strip().lower().startswith("@data")), None
     )
     if start is None:
-        raise ValueError(f"{path}: no @data section")
-    rows = [ln.strip() for ln in lines[start + 1 :]]
-    rows = [ln for ln in rows if ln and not ln.startswith("%")]
-    sparse = bool(rows) and rows[0].startswith("{")
+        raise DataFormatError("no @data section", path, None, "this is not an ARFF file")
+    numbers = [
+        i + 1
+        for i in range(start + 1, len(lines))
+        if lines[i].strip() and not lines[i].strip().startswith("%")
+    ]
+    sparse = bool(numbers) and lines[numbers[0] - 1].strip().startswith("{")
     kind = arff.COO if sparse else arff.DENSE
     try:
         decoded = arff.loads(text, encode_nominal=True, return_type=kind)
     except arff.ArffException as exc:
-        raise ValueError(f"{path}: invalid ARFF: {exc}") from exc
-    return decoded, len(rows), sparse
+        found = re.search(r"line (\d+)", str(exc))
+        raise DataFormatError(
+            f"invalid ARFF: {exc}",
+            path,
+            int(found.group(1)) if found else None,
+            "fix the line it names (see the ARFF format)",
+        ) from None
+    return decoded, numbers, sparse
 
 
-def _as_matrix(decoded: dict[str, Any], n: int, sparse: bool, path: Path) -> Any:
+def _as_matrix(decoded: dict[str, Any], numbers: list[int], sparse: bool, path: Path) -> Any:
     n_attr = len(decoded["attributes"])
+    n = len(numbers)
     if sparse:
         values, rows, cols = decoded["data"]
-        vals = np.asarray(values, dtype=object)
-        if any(v is None for v in values):
-            raise ValueError(f"{path}: missing values ('?') are not supported")
-        return sp.csr_matrix(
-            (vals.astype(np.float64), (np.asarray(rows), np.asarray(cols))), shape=(n, n_attr)
-        )
+        vals = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(vals))
+        if bad.size:
+            what = "missing value '?'" if values[bad[0]] is None else "infinite value"
+            raise DataFormatError(what, path, numbers[int(rows[bad[0]])], NOT_FINITE)
+        return sp.csr_matrix((vals, (np.asarray(rows), np.asarray(cols))), shape=(n, n_attr))
     A = np.array(decoded["data"], dtype=np.float64).reshape(-1, n_attr)
-    if np.isnan(A).any():
-        raise ValueError(f"{path}: missing values ('?') are not supported")
+    bad = np.argwhere(~np.isfinite(A))
+    if bad.size:
+        r, c = bad[0]
+        what = "missing value '?'" if np.isnan(A[r, c]) else "infinite value"
+        raise DataFormatError(
+            f"{what} in attribute {decoded['attributes'][c][0]!r}", path, numbers[r], NOT_FINITE
+        )
     return A
 
 
 def read(
-    paths: Sequence[Path], labels_xml: Path | None = None, n_labels: int | None = None
+    paths: Sequence[Path],
+    labels_xml: Path | None = None,
+    n_labels: int | None = None,
+    drop: Sequence[str] | None = None,
 ) -> tuple[list[Part], dict[str, Any]]:
     """Read MULAN ARFF files sharing one header; labels from ``labels_xml`` or the last
-    ``n_labels`` attributes."""
+    ``n_labels`` attributes; the feature attributes ``drop`` names are removed."""
     decoded = [_load_arff(p) for p in paths]
     attributes = [(name, typ) for name, typ in decoded[0][0]["attributes"]]
     for (d, _, _), p in zip(decoded[1:], paths[1:], strict=True):
@@ -103,6 +128,7 @@ def read(
     else:
         raise ValueError("mulan_arff needs the option labels_xml or n_labels")
     label_set = set(label_idx)
+    gone = check_drop(drop, [n for j, n in enumerate(names) if j not in label_set], paths[0])
 
     positive = []  # code of the category "1" of each label attribute
     for j in label_idx:
@@ -115,7 +141,7 @@ def read(
     # flip: binary {1,0} (code 0 is "1": column = 1 - code); encode: k > 2 categories
     keep, flip, encode, encode_cats = [], [], [], []
     for j, (_, typ) in enumerate(attributes):
-        if j in label_set:
+        if j in label_set or names[j] in gone:
             continue
         if isinstance(typ, str) and typ.upper() in _NUMERIC:
             keep.append(j)
@@ -167,6 +193,6 @@ def read(
         "n_classes": len(label_idx),
         "label_names": label_names,
         "feature_names": feature_names,
-        "n_attributes": len(attributes) - len(label_idx),
+        "n_attributes": len(attributes) - len(label_idx) - len(gone),
     }
     return parts, meta

@@ -3,7 +3,9 @@
 For every file of every selected dataset (registry: :mod:`pipeline.registry`):
 
 1. if ``data/raw/<dataset>/<file>`` is already there with the right sha256 (and size),
-   keep it (so a re-run resumes where an interrupted one stopped);
+   keep it (so a re-run resumes where an interrupted one stopped) -- unless it comes from
+   a local ``path`` without a registry sha256 whose content changed since (compared by
+   sha256, not mtime): then it is copied again;
 2. otherwise copy it from its local ``path`` (user datasets), else from the local mirror
    (``data.mirror``), else download its URLs in order -- never touching the network when
    the mirror has the file;
@@ -36,6 +38,7 @@ from typing import IO, Any
 from ..errors import (
     ChecksumError,
     DatasetError,
+    DatasetFailures,
     MissingRawDataError,
     SourceUnavailableError,
 )
@@ -181,6 +184,18 @@ def _copy_verified(
     return sha
 
 
+def _local_changed(fspec: FileSpec, sha: str) -> bool:
+    """True for a local ``path`` file without registry sha256 whose content is not ``sha``."""
+    if not fspec.path or fspec.sha256:
+        return False
+    local = resolve(fspec.path, project_root())
+    return local.is_file() and sha256_file(local) != sha
+
+
+def _where(spec: DatasetSpec, fspec: FileSpec) -> tuple[str, str, Path]:
+    return spec.name, fspec.name, resolve(fspec.path or "", project_root())
+
+
 def fetch_file(
     spec: DatasetSpec,
     fspec: FileSpec,
@@ -198,13 +213,16 @@ def fetch_file(
     if dest.is_file() and not settings.force:
         if file_ok(dest, fspec, recorded):
             recorded.setdefault(fspec.name, expected or sha256_file(dest))
-            progress.update(dest.stat().st_size)
-            return "present"
+            if not _local_changed(fspec, recorded[fspec.name]):
+                progress.update(dest.stat().st_size)
+                return "present"
+            log.info("%s/%s: its local file %s changed; copying it again", *_where(spec, fspec))
+            expected = None  # the local file is the source of truth (no registry sha256)
         log.warning("%s/%s: present but fails its checksum; re-fetching", spec.name, fspec.name)
         if fspec.sha256:  # known bad: never leave it in place
             dest.unlink()
-    if settings.force:
-        expected = fspec.sha256  # re-fetch: do not trust an earlier first use
+    if settings.force or (fspec.path and not fspec.sha256):
+        expected = fspec.sha256  # re-fetch, or a local file: do not trust an earlier copy
 
     tried: list[str] = []
     if fspec.path:
@@ -336,7 +354,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
     for spec in specs:
         try:
             report = fetch_dataset(spec, settings, opener=opener)
-        except (ChecksumError, SourceUnavailableError) as exc:
+        except DatasetError as exc:
             failures.append((spec.name, exc))  # go on with the other datasets
             log.error("fetch %-16s failed", spec.name)
             continue
@@ -358,10 +376,14 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
         settings.raw_dir,
         time.perf_counter() - start,
     )
+    if len(failures) == 1:
+        raise failures[0][1]
     if failures:
-        first = failures[0][1]
-        if len(failures) > 1:
-            others = ", ".join(name for name, _ in failures[1:])
-            raise type(first)(f"{first} [{len(failures) - 1} more dataset(s) failed: {others}]")
-        raise first
+        for _, exc in failures:
+            log.error("error: %s", exc)
+        raise DatasetFailures(
+            f"{len(failures)} of {len(specs)} dataset(s) failed: "
+            f"{', '.join(name for name, _ in failures)} (one line each above); the others "
+            "were fetched"
+        )
     return reports

@@ -3,14 +3,24 @@
 For each selected dataset (and each requested ordinal split) this reads the raw files
 (:func:`pipeline.readers.load_raw`), splits and standardizes them
 (:mod:`pipeline.protocol`) and writes ``data/prepared/<dataset>[+variant]/`` (format:
-:mod:`pipeline.storage`).  A variant whose ``stats.json`` already records the same
-parameters and raw checksums is left alone (``data.force=true`` redoes it).  Finally it
-writes the statistics table of every registry dataset (``reports/dataset_stats.*``,
-:mod:`pipeline.stats`).
+:mod:`pipeline.storage`).  A variant is keyed by content: its ``stats.json`` records the
+protocol parameters, the reader settings of the dataset YAML (format, options), the
+sha256 of the raw files it came from and the sha256 of each file it wrote.  It is left
+alone only when all of them still hold (:func:`staleness`); otherwise it is rebuilt, with a
+log line saying why (a changed raw file, changed settings, a corrupted file).
+``data.force=true`` rebuilds it anyway.
+
+Isolation: one dataset's failure (unreadable file, failed checksum...) never stops the
+others.  Every failure is reported at the end, one line each; the run fails only when a
+dataset it was asked to build failed -- the statistics table, which covers every registry
+dataset, reports the others without failing.  Finally it writes the statistics table
+(``reports/dataset_stats.*``, :mod:`pipeline.stats`); datasets whose raw files are not
+here keep their rows of the existing table.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -19,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingRawDataError
+from ..errors import DatasetError, DatasetFailures, MissingRawDataError
+from ..fileio import sha256_file
 from ..protocol import SPLITS, Variant, apply_protocol, split_indices
 from ..readers import FILE_OPTIONS, RawData, load_raw
 from ..registry import DatasetSpec, list_specs, select
 from ..settings import DataSettings, data_settings, to_plain
-from ..stats import missing_row, summarize, table_row, write_table
+from ..stats import error_row, missing_row, read_table, summarize, table_row, write_table
 from ..storage import SCALER, load_stats, save_scaler, save_split, save_stats
 from .fetch import read_checksums, verify_raw
 
@@ -32,15 +43,24 @@ log = logging.getLogger(__name__)
 
 
 class RawCache:
-    """Raw datasets read once (keyed by raw directory, dataset and split)."""
+    """Raw datasets read once (keyed by raw directory, dataset, split, the recorded sha256
+    of its raw files and its reader settings: a changed file or option is read again)."""
 
     def __init__(self) -> None:
-        self._data: dict[tuple[Path, str, int | None], RawData] = {}
+        self._data: dict[tuple[Any, ...], RawData] = {}
 
     def get(self, spec: DatasetSpec, split: int | None, raw_dir: Path) -> RawData:
-        key = (Path(raw_dir), spec.name, split if spec.n_splits else None)
+        split = split if spec.n_splits else None
+        sums = read_checksums(Path(raw_dir) / spec.name)
+        key = (
+            Path(raw_dir),
+            spec.name,
+            split,
+            json.dumps(sums, sort_keys=True),
+            json.dumps(source_settings(spec), sort_keys=True, default=str),
+        )
         if key not in self._data:
-            self._data[key] = load_raw(spec, raw_dir, key[2])
+            self._data[key] = load_raw(spec, raw_dir, split)
         return self._data[key]
 
 
@@ -53,7 +73,7 @@ def splits_to_prepare(spec: DatasetSpec, settings: DataSettings) -> list[int | N
         return list(range(spec.n_splits))
     chosen = list(sel) if isinstance(sel, tuple) else [sel]
     for s in chosen:
-        spec.part_files(s)  # validates the range
+        spec.part_files(s)  # validates the range (DataSettingError)
     return chosen
 
 
@@ -65,16 +85,62 @@ def raw_checksums(spec: DatasetSpec, settings: DataSettings, split: int | None) 
     return {n: recorded.get(n, "") for n in names}
 
 
-def is_current(directory: Path, variant: Variant, sums: Mapping[str, str] | None) -> bool:
-    """True when ``directory`` holds this variant, complete, built from these raw files."""
+def source_settings(spec: DatasetSpec) -> dict[str, Any]:
+    """The settings of the dataset YAML that change what the reader returns."""
+    return {
+        "task": spec.task,
+        "format": spec.format,
+        "options": to_plain(spec.options),
+        "sparse": spec.sparse,
+    }
+
+
+def written_files() -> list[str]:
+    """The data files of a prepared variant (their sha256 are in ``stats.json``)."""
+    return [f"{s}.npz" for s in SPLITS] + [SCALER]
+
+
+def staleness(
+    directory: Path,
+    variant: Variant,
+    sums: Mapping[str, str] | None,
+    spec: DatasetSpec | None = None,
+    verify: bool = True,
+) -> str | None:
+    """Why ``directory`` is not this variant built from these raw files (None: current).
+
+    ``sums``: sha256 of the raw files (None: not checked); ``spec``: checks the reader
+    settings; ``verify``: checks each written file against the sha256 recorded at write.
+    """
     stats = load_stats(directory)
-    if stats is None or stats.get("params") != variant.as_dict():
-        return False
+    if stats is None:
+        return "missing" if not directory.exists() else "incomplete (no stats.json)"
+    if stats.get("params") != variant.as_dict():
+        return "built with other protocol settings"
+    if spec is not None and stats.get("source") != source_settings(spec):
+        return "built with other reader settings (format/options of the dataset YAML)"
     if sums is not None and stats.get("raw_files") != dict(sums):
-        return False
-    return (
-        all((directory / f"{s}.npz").is_file() for s in SPLITS) and (directory / SCALER).is_file()
-    )
+        old = stats.get("raw_files") or {}
+        changed = sorted(n for n in sums if old.get(n) != sums[n]) or sorted(old)
+        return f"raw file(s) {', '.join(changed)} changed since it was built"
+    recorded = stats.get("checksums") or {}
+    for name in written_files():
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if verify and sha256_file(path) != recorded.get(name):
+            return f"{path} is corrupted (its sha256 differs from the one recorded at write)"
+    return None
+
+
+def is_current(
+    directory: Path,
+    variant: Variant,
+    sums: Mapping[str, str] | None,
+    spec: DatasetSpec | None = None,
+) -> bool:
+    """True when ``directory`` holds this variant, complete, built from these raw files."""
+    return staleness(directory, variant, sums, spec) is None
 
 
 def write_variant(
@@ -96,6 +162,8 @@ def write_variant(
         "n_samples_seen": int(np.max(scaler.n_samples_seen_)),
     }
     stats["raw_files"] = sums
+    stats["source"] = source_settings(spec)
+    stats["checksums"] = {name: sha256_file(directory / name) for name in written_files()}
     save_stats(directory, stats)
     return stats
 
@@ -110,9 +178,13 @@ def prepare(
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname
     sums = raw_checksums(spec, settings, variant.split)
-    if not settings.force and is_current(directory, variant, sums):
-        log.info("preprocess %-24s up to date", variant.dirname)
-        return directory
+    if not settings.force:
+        reason = staleness(directory, variant, sums, spec)
+        if reason is None:
+            log.info("preprocess %-24s up to date", variant.dirname)
+            return directory
+        if reason != "missing":
+            log.warning("preprocess %-24s %s: rebuilding it", variant.dirname, reason)
     start = time.perf_counter()
     raw = (cache or RawCache()).get(spec, variant.split, settings.raw_dir)
     stats = write_variant(spec, raw, variant, directory, sums)
@@ -131,11 +203,20 @@ def prepare(
 
 
 def table_rows(
-    specs: Mapping[str, DatasetSpec], settings: DataSettings, cache: RawCache
+    specs: Mapping[str, DatasetSpec],
+    settings: DataSettings,
+    cache: RawCache,
+    failures: dict[str, DatasetError] | None = None,
 ) -> list[dict[str, Any]]:
-    """Statistics-table rows of every dataset (both drop_empty settings for multilabel)."""
+    """Statistics-table rows of every dataset (both drop_empty settings for multilabel).
+
+    A dataset whose raw files are not here keeps its rows of the existing table (a fresh
+    clone that prepares one dataset does not turn the others into "not fetched"); one whose
+    files cannot be read gets an error row, and its error is added to ``failures``.
+    """
     rows = []
     split = settings.ordinal_split if isinstance(settings.ordinal_split, int) else 0
+    previous = read_table(settings.reports_dir)
     for spec in specs.values():
         try:
             verify_raw(
@@ -145,8 +226,18 @@ def table_rows(
             )
             raw = cache.get(spec, split, settings.raw_dir)
         except MissingRawDataError:
-            status = "not fetched" + ("" if spec.mirrored else " (upstream only)")
+            kept = [r for r in previous.get(spec.name, []) if r.get("task") == spec.task]
+            if kept:
+                rows += kept
+                continue
+            local = all(f.mirror or f.path for f in spec.files)
+            status = "not fetched" + ("" if local else " (upstream only)")
             rows.append(missing_row(spec, status))
+            continue
+        except (DatasetError, ValueError) as exc:  # ValueError: e.g. a split out of range
+            if failures is not None:
+                failures.setdefault(spec.name, exc)
+            rows.append(error_row(spec))
             continue
         options = [False, True] if spec.task == "multilabel" else [False]
         for drop in options:
@@ -154,6 +245,15 @@ def table_rows(
             stats = summarize(spec, raw, variant, split_indices(raw, variant))
             rows.append(table_row(stats))
     return rows
+
+
+def report_failures(failures: Mapping[str, Exception], asked: bool) -> None:
+    """Log one line per failed dataset (``error:`` when asked for, else ``warning:``)."""
+    for name, exc in failures.items():
+        if asked:
+            log.error("error: %s", exc)
+        else:
+            log.warning("warning: %s (statistics table only; not asked to build %s)", exc, name)
 
 
 def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) -> list[Path]:
@@ -169,10 +269,17 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     start = time.perf_counter()
     cache = cache or RawCache()
     done = []
-    for spec in specs:
-        verify_raw(spec, settings.raw_dir)
-        for split in splits_to_prepare(spec, settings):
-            done.append(prepare(spec, settings, split, cache))
+    # Settings errors first (e.g. data.ordinal_split out of range): before any work.
+    todo = [(spec, splits_to_prepare(spec, settings)) for spec in specs]
+    failed: dict[str, DatasetError] = {}
+    for spec, splits in todo:
+        try:
+            verify_raw(spec, settings.raw_dir)
+            for split in splits:
+                done.append(prepare(spec, settings, split, cache))
+        except DatasetError as exc:  # go on with the other datasets
+            failed[spec.name] = exc
+            log.error("preprocess %-24s failed", spec.name)
     log.info(
         "prepared %d variant(s) of %d dataset(s) in %s in %.1f s",
         len(done),
@@ -180,8 +287,19 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
         settings.prepared_dir,
         time.perf_counter() - start,
     )
+    others: dict[str, DatasetError] = {}
     if plain.get("report", True):
         all_specs = list_specs(settings.dataset_dirs)
-        paths = write_table(table_rows(all_specs, settings, cache), all_specs, settings.reports_dir)
+        rows = table_rows(all_specs, settings, cache, others)
+        paths = write_table(rows, all_specs, settings.reports_dir)
         log.info("statistics table: %s, %s", *paths)
+    report_failures({n: e for n, e in others.items() if n not in failed}, asked=False)
+    if len(failed) == 1:
+        raise next(iter(failed.values()))
+    if failed:
+        report_failures(failed, asked=True)
+        raise DatasetFailures(
+            f"{len(failed)} of {len(specs)} dataset(s) failed: {', '.join(failed)} (one line "
+            "each above); the others were prepared"
+        )
     return done

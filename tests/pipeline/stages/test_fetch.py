@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.errors import ChecksumError, SourceUnavailableError, UnknownDatasetError
+from pipeline.errors import (
+    ChecksumError,
+    DatasetFailures,
+    SourceUnavailableError,
+    UnknownDatasetError,
+)
 from pipeline.registry import CHECKSUMS, get_spec
 from pipeline.stages import fetch
 from pipeline.stages.fetch import fetch_dataset, read_checksums, verify_raw
@@ -270,9 +275,13 @@ def test_local_http_server(tmp_path: Path) -> None:
         server.server_close()
 
 
-def test_one_failure_does_not_stop_the_others(tmp_path: Path, mirror: Path) -> None:
+def test_one_failure_does_not_stop_the_others(
+    tmp_path: Path, mirror: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = make_settings(tmp_path, mirror)
-    with pytest.raises(SourceUnavailableError, match=r"1 more dataset\(s\) failed: tmc2007"):
+    with pytest.raises(DatasetFailures, match=r"2 of 3 dataset\(s\) failed: mediamill, tmc2007"):
         fetch.run(cfg_for(settings, datasets=["mediamill", "iris", "tmc2007"]), opener=offline)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("error: ")]
+    assert len(lines) == 2 and "'mediamill'" in lines[0] and "'tmc2007'" in lines[1]
     assert (settings.raw_dir / "iris" / "iris.txt").is_file()
     assert not (settings.raw_dir / "mediamill").exists()  # no empty directory left
