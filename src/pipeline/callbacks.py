@@ -4,7 +4,9 @@
 each starts (the progress over datasets and compositions; each job then prints its own
 bar over the lambda grid and a summary line). Before the first job it also creates the
 tracking store's schema once (several jobs of the joblib launcher would otherwise race
-to create a fresh SQLite store).
+to create a fresh SQLite store). A failing job does not stop the sweep (see
+:func:`pipeline._hydra.run_or_exit`): after the last job, the sweep ends with one line
+``error: k of N jobs failed: job i (overrides): problem; ...`` and exit status 1.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -57,16 +60,42 @@ class SweepProgress(Callback):
         log.info("sweep: %s job(s) -> %s", os.environ[JOBS_ENV], hydra_cfg.sweep.dir)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
-            from .tracking import TrackingError, connection_uri, init_store, probe, resolve_uri
+            from .lifecycle import command
+            from .tracking import (
+                TrackingSettings,
+                check_driver,
+                connection_uri,
+                init_store,
+                probe,
+                resolve_uri,
+            )
 
-            uri = resolve_uri(tracking.get("uri"))
-            try:
-                probe(uri, float(tracking.get("probe_timeout", 5.0)))
-            except TrackingError as exc:
-                log.error("error: %s", exc)
-                sys.exit(1)
-            os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-            init_store(connection_uri(uri))
+            with command("the sweep"):  # a bad store fails the sweep before its first job
+                settings = TrackingSettings.from_config(tracking)
+                uri = resolve_uri(settings.uri)
+                probe(uri, settings.probe_timeout)
+                check_driver(uri)
+                os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+                init_store(connection_uri(uri), settings.probe_timeout)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from ._hydra import FAILED_DIR
+
+        failed_dir = Path(str(config.hydra.sweep.dir)) / FAILED_DIR
+        records = sorted(failed_dir.glob("*.txt"), key=lambda p: int(p.stem))
+        if not records:
+            return
+        parts = []
+        for path in records:
+            overrides, _, message = path.read_text(encoding="utf-8").partition("\n")
+            parts.append(f"job {int(path.stem) + 1} ({overrides}): {message.strip()}")
+        total = os.environ.get(JOBS_ENV, "?")
+        print(
+            f"error: {len(records)} of {total} jobs failed: " + "; ".join(parts),
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(1)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN:
