@@ -10,6 +10,7 @@ sweep: its error line names the job, the failure is recorded in the sweep direct
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +50,11 @@ def _sweep_job() -> tuple[Path, int, str] | None:
     hc = HydraConfig.get()
     if hc.mode != RunMode.MULTIRUN:
         return None
-    return Path(hc.sweep.dir), int(hc.job.num), " ".join(hc.overrides.task)
+    overrides = list(hc.overrides.task)
+    keys = [k for k in os.environ.get("PROJLOSS_SWEEP_KEYS", "").split(",") if k]
+    if keys:  # name the job by its swept keys (set=cube geometry=kl), not every override
+        overrides = [o for o in overrides if o.lstrip("+~").partition("=")[0] in keys]
+    return Path(hc.sweep.dir), int(hc.job.num), " ".join(overrides)
 
 
 def record_failure(sweep_dir: Path, num: int, overrides: str, message: str) -> None:

@@ -27,6 +27,24 @@ log = logging.getLogger("pipeline.sweep")
 
 #: the number of jobs, passed to the job processes of parallel launchers
 JOBS_ENV = "PROJLOSS_SWEEP_JOBS"
+#: the swept keys (comma-separated), which name a job in its error line
+KEYS_ENV = "PROJLOSS_SWEEP_KEYS"
+
+
+def swept_keys(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> list[str]:
+    """The keys that take several values in a sweep (``set=reals,cube`` -> ``set``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    keys: dict[str, bool] = {}
+    try:
+        items = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+        for group in (items, list(overrides)):
+            for o in parser.parse_overrides(group):
+                keys[o.get_key_element()] = o.is_sweep_override()
+    except Exception:
+        return []
+    return [k for k, swept in keys.items() if swept]
 
 
 def count_jobs(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> int | None:
@@ -57,6 +75,7 @@ class SweepProgress(Callback):
         params = OmegaConf.to_container(hydra_cfg.sweeper.get("params") or {}, resolve=True)
         n = count_jobs(params, list(hydra_cfg.overrides.task))
         os.environ[JOBS_ENV] = "?" if n is None else str(n)
+        os.environ[KEYS_ENV] = ",".join(swept_keys(params, list(hydra_cfg.overrides.task)))
         log.info("sweep: %s job(s) -> %s", os.environ[JOBS_ENV], hydra_cfg.sweep.dir)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):

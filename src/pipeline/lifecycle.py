@@ -114,8 +114,8 @@ def command(what: str = "the command") -> Iterator[None]:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
         report(
             RuntimeError(
-                f"{what} was interrupted by {name}; its MLflow runs are marked KILLED: "
-                "re-run it (dvc repro resumes the DVC pipeline)"
+                f"{what} was interrupted by {name}; the MLflow runs it started are marked "
+                "KILLED: re-run it (dvc repro resumes the DVC pipeline)"
             )
         )
         sys.exit(interrupted_status(exc))
