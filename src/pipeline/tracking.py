@@ -230,9 +230,13 @@ def check_driver(uri: str) -> None:
         dialect.import_dbapi()
     except ImportError as exc:
         package = DRIVER_PACKAGES.get(driver, driver)
+        other = ""
+        if url.get_backend_name() == "postgresql" and driver != "psycopg2":
+            other = " (or write postgresql+psycopg2:// and `pip install psycopg2-binary`)"
         raise TrackingError(
             f"tracking URI {_hide_password(uri)} needs the database driver {driver} "
-            f"(missing: {exc}); install it with `pip install {package}` in this environment"
+            f"(missing: {exc}); install it with `pip install '{package}'` in this "
+            f"environment{other}"
         ) from None
 
 
@@ -423,7 +427,7 @@ class MLflowTracker(Tracker):
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         # A server that dies mid-run: a few quick retries, not minutes of backoff.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0.5")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
         import mlflow
         from mlflow.tracking import MlflowClient

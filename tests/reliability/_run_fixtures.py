@@ -161,7 +161,7 @@ class Server:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.kill()
         with contextlib.suppress(ProcessLookupError):  # workers left in the group
