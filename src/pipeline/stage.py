@@ -13,7 +13,8 @@ what DVC tracks is what runs::
 Each stage calls the same cores as ``python -m pipeline.train``
 (:mod:`pipeline.stages`). One process per stage and experiment runs all the experiment's
 compositions (a process costs seconds of imports). The MLflow parent run of a composition
-is created by ``tune`` and resumed by ``evaluate`` (its id is in the tuning JSON);
+is created by ``tune`` (and left SCHEDULED) and resumed by ``evaluate`` (its id is in the
+tuning JSON; FINISHED with the test metrics);
 ``refit`` only fits and saves. Errors are one clear line and exit status 1; a stage
 gets SIGTERM when its parent (``dvc``) dies and marks its MLflow runs KILLED
 (:mod:`pipeline.lifecycle`).
@@ -168,6 +169,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
             name=f"{key}/{rid}",
             tags=_run_tags(comp, key, rid),
             params=run_params(cfg),
+            done="SCHEDULED",  # evaluate resumes it: FINISHED only with its test metrics
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
             if rid in recorded:

@@ -358,8 +358,12 @@ class Tracker:
         tags: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        done: str = "FINISHED",
     ) -> Iterator[str | None]:
-        """Start (or resume, given ``run_id``) the parent run of a composition."""
+        """Start (or resume, given ``run_id``) the parent run of a composition; end it
+        ``done`` on success (``SCHEDULED``: to be resumed by a later stage, as the tune
+        stage's runs are by evaluate: never FINISHED without test metrics), KILLED with its
+        child runs on SIGINT / SIGTERM, FAILED on an error."""
         yield None
 
     def child_run(
@@ -464,6 +468,7 @@ class MLflowTracker(Tracker):
         tags: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        done: str = "FINISHED",
     ) -> Iterator[str | None]:
         try:
             run = self._start(task, name, tags, params, run_id)
@@ -484,7 +489,7 @@ class MLflowTracker(Tracker):
             self._end("FAILED", quiet=True)
             raise
         else:
-            self._end("FINISHED")
+            self._end(done)
         finally:
             self.run_id = None
 

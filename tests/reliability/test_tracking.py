@@ -312,3 +312,16 @@ def test_a_store_error_mid_run_is_one_tracking_error(tmp_path: Path) -> None:
     text = str(info.value)
     assert text.startswith(f"tracking store {uri} failed while logging the child run")
     assert "stopped answering" in text and "\n" not in text
+
+
+def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> None:
+    """The DVC tune stage's parent runs are SCHEDULED, not FINISHED without test metrics
+    (``dvc`` killed between tune and evaluate); evaluate resumes them to FINISHED."""
+    with tracker.parent_run(task="label_ranking", name="t", done="SCHEDULED") as run_id:
+        tracker.log_metrics({"val.hamming": 0.3})
+    assert tracker.client.get_run(run_id).info.status == "SCHEDULED"
+    with tracker.parent_run(task="label_ranking", name="t", run_id=run_id) as resumed:
+        tracker.log_metrics({"test.hamming": 0.2})
+    run = tracker.client.get_run(run_id)
+    assert resumed == run_id and run.info.status == "FINISHED"
+    assert_no_misleading_runs(runs(tracker.uri))
