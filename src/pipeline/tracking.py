@@ -11,11 +11,23 @@ beside the SQLite file (MLflow would otherwise use ``./mlruns`` in the cwd).
 composition and dataset, created by the tune stage and resumed by evaluate (or by one
 process, ``pipeline.train``); one nested child run per lambda of the grid.
 
-**Failures.** A tracking server (http/https URI) is probed once with a short timeout
-before any work, and an unreachable one stops the run with a :class:`TrackingError`
-naming the URI and the remedy, instead of MLflow's minutes of retries. Concurrent
-processes on one SQLite file (the joblib launcher) wait for each other's writes (the
-connection's busy ``timeout``), and the schema and the experiments are created once.
+**Failures.** The store is checked once, before any work, and an unusable one stops
+the run with a one-line :class:`TrackingError` naming the URI, the problem and the
+remedy, instead of MLflow's minutes of retries and pages of traceback: a tracking server
+(http/https URI) must answer ``/version`` with a version number within
+``probe_timeout`` (:func:`probe`: unreachable, or a web service that is not MLflow); a
+database URI needs its SQLAlchemy driver (:func:`check_driver`, e.g. ``psycopg2-binary``);
+a SQLite file must take a write within ``probe_timeout`` (:func:`check_sqlite`:
+read-only, immutable or locked by another process). A store that fails mid-run (a server
+that dies) is a :class:`TrackingError` too (:func:`store_error`). Concurrent processes on
+one SQLite file (the joblib launcher) wait for each other's writes (the connection's busy
+``timeout``), and the schema and the experiments are created once.
+
+**Run states.** A parent run ends FINISHED (or ``done``: SCHEDULED for the DVC tune stage,
+which evaluate resumes), FAILED on an error, KILLED with its child runs on SIGINT /
+SIGTERM (:mod:`pipeline.lifecycle`). It is tagged with its ``host`` and ``pid``: a new run
+of the same name marks a RUNNING run of a dead process of this host KILLED, tagged
+``superseded_by`` (:meth:`MLflowTracker.orphans`).
 
 Importing this module does not import MLflow: :func:`make_tracker` does, and only when
 tracking is enabled. MLflow's telemetry is off unless ``MLFLOW_DISABLE_TELEMETRY`` says
@@ -442,9 +454,9 @@ class MLflowTracker(Tracker):
             init_store(store_uri, settings.probe_timeout)
             mlflow.set_tracking_uri(store_uri)
             self.client = MlflowClient(tracking_uri=store_uri)
-        except TrackingError:
-            raise
         except Exception as exc:  # MlflowException, SQLAlchemy, requests
+            if not _is_store_error(exc):
+                raise
             raise store_error(self.uri, exc, "opening the store") from None
         self._experiments: dict[str, str] = {}
         self._exp_id: str | None = None
@@ -472,15 +484,15 @@ class MLflowTracker(Tracker):
     ) -> Iterator[str | None]:
         try:
             run = self._start(task, name, tags, params, run_id)
-        except TrackingError:
-            raise
         except Exception as exc:
+            if not _is_store_error(exc):
+                raise
             raise store_error(self.uri or "", exc, f"starting the run {name!r}") from None
         self.run_id = run.info.run_id
         try:
             yield self.run_id
         except KeyboardInterrupt:  # SIGINT, or SIGTERM (pipeline.lifecycle.Terminated)
-            self._end("KILLED", kill_children=True)
+            self._end("KILLED", kill_children=True, quiet=True)
             raise
         except TrackingError:  # the store failed: ending the run may fail too
             self._end("FAILED", quiet=True)
