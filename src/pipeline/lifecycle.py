@@ -52,21 +52,53 @@ class Terminated(KeyboardInterrupt):
 
 
 _INSTALLED = False
+#: depth of the critical sections of this process (see :func:`critical`)
+_CRITICAL = 0
+#: a signal received inside a critical section, raised when it ends
+_PENDING: int | None = None
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    # Once: a second signal during the cleanup must not interrupt the cleanup.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated(signum)
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    global _PENDING
+    if signum == signal.SIGTERM:
+        # Once: a second SIGTERM during the cleanup must not interrupt the cleanup.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _CRITICAL:
+        _PENDING = _PENDING or signum
+        return
+    raise _interrupt(signum)
+
+
+@contextlib.contextmanager
+def critical() -> Iterator[None]:
+    """A section that SIGINT / SIGTERM do not interrupt half-way (a write to the tracking
+    store: an exception raised inside a database transaction would leave the connection
+    unusable, and the run could not be marked KILLED); the signal is raised when the
+    outermost section ends."""
+    global _CRITICAL, _PENDING
+    _CRITICAL += 1
+    try:
+        yield
+    finally:
+        _CRITICAL -= 1
+    if _CRITICAL == 0 and _PENDING is not None:
+        signum, _PENDING = _PENDING, None
+        raise _interrupt(signum)
 
 
 def install_signal_handlers() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread (SIGINT already raises
-    ``KeyboardInterrupt``). No-op outside the main thread."""
+    """SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt``, in the main
+    thread, except inside a :func:`critical` section. No-op outside the main thread."""
     global _INSTALLED
     if _INSTALLED or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_signal)
     _INSTALLED = True
 
 

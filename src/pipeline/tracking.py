@@ -482,8 +482,11 @@ class MLflowTracker(Tracker):
         run_id: str | None = None,
         done: str = "FINISHED",
     ) -> Iterator[str | None]:
+        from .lifecycle import critical
+
         try:
-            run = self._start(task, name, tags, params, run_id)
+            with critical():
+                run = self._start(task, name, tags, params, run_id)
         except Exception as exc:
             if not _is_store_error(exc):
                 raise
@@ -543,11 +546,14 @@ class MLflowTracker(Tracker):
 
     def _end(self, status: str, *, kill_children: bool = False, quiet: bool = False) -> None:
         """End the active parent run with ``status`` (and its children: KILLED)."""
+        from .lifecycle import critical
+
         run_id = self.run_id
         try:
-            if kill_children and run_id is not None:
-                self._kill_children(run_id)
-            self._mlflow.end_run(status)
+            with critical():
+                if kill_children and run_id is not None:
+                    self._kill_children(run_id)
+                self._mlflow.end_run(status)
         except Exception as exc:
             if quiet:
                 log.debug("could not end run %s as %s: %s", run_id, status, exc)
@@ -627,9 +633,13 @@ class MLflowTracker(Tracker):
     @contextlib.contextmanager
     def _store(self, doing: str) -> Iterator[None]:
         """Turn a store failure (a server that died, a database error) into a one-line
-        :class:`TrackingError`; other errors pass through."""
+        :class:`TrackingError`; other errors pass through. A signal waits for the end of
+        the call (:func:`pipeline.lifecycle.critical`)."""
+        from .lifecycle import critical
+
         try:
-            yield
+            with critical():
+                yield
         except TrackingError:
             raise
         except Exception as exc:

@@ -288,10 +288,10 @@ def test_a_signal_mid_tune_marks_the_runs_killed(iris, tmp_path: Path, sig, stat
     assert signal.Signals(sig).name in one_error_line(out)
     all_runs = runs(uri)
     (parent,) = parents(all_runs)
-    assert parent.info.status == "KILLED"
+    assert parent.info.status == "KILLED", out
     children = [r for r in all_runs if r.data.tags.get("mlflow.parentRunId")]
-    assert 1 <= len(children) < 400
-    assert {r.info.status for r in children} == {"KILLED"}
+    assert 1 <= len(children) < 400, out
+    assert {r.info.status for r in children} == {"KILLED"}, out
     assert_no_misleading_runs(all_runs)
 
 
@@ -356,3 +356,27 @@ def test_a_stage_dies_with_its_dvc_parent(iris, tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
         parent.stdout.close()
     assert not (root / "data" / "tuning" / "smoke-cube.json").exists()  # nothing half-written
+
+
+def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> None:
+    """A signal during a write to the store is raised when the write is done (an
+    exception inside a database transaction would leave the store unusable)."""
+    from pipeline import lifecycle
+
+    monkeypatch.setattr(lifecycle, "_INSTALLED", False)
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    steps = []
+    try:
+        lifecycle.install_signal_handlers()
+        with pytest.raises(Terminated):
+            with lifecycle.critical():
+                os.kill(os.getpid(), signal.SIGTERM)
+                steps.append("write done")  # not interrupted
+        assert steps == ["write done"]
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # outside: raised at once
+            steps.append("never")
+        assert steps == ["write done"]
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
