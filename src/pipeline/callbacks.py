@@ -4,7 +4,9 @@
 each starts (the progress over datasets and compositions; each job then prints its own
 bar over the lambda grid and a summary line). Before the first job it also creates the
 tracking store's schema once (several jobs of the joblib launcher would otherwise race
-to create a fresh SQLite store).
+to create a fresh SQLite store). A failing job does not stop the sweep (see
+:func:`pipeline._hydra.run_or_exit`): after the last job, the sweep ends with one line
+``error: k of N jobs failed: job i (overrides): problem; ...`` and exit status 1.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -24,6 +27,24 @@ log = logging.getLogger("pipeline.sweep")
 
 #: the number of jobs, passed to the job processes of parallel launchers
 JOBS_ENV = "PROJLOSS_SWEEP_JOBS"
+#: the swept keys (comma-separated), which name a job in its error line
+KEYS_ENV = "PROJLOSS_SWEEP_KEYS"
+
+
+def swept_keys(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> list[str]:
+    """The keys that take several values in a sweep (``set=reals,cube`` -> ``set``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    keys: dict[str, bool] = {}
+    try:
+        items = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+        for group in (items, list(overrides)):
+            for o in parser.parse_overrides(group):
+                keys[o.get_key_element()] = o.is_sweep_override()
+    except Exception:
+        return []
+    return [k for k, swept in keys.items() if swept]
 
 
 def count_jobs(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> int | None:
@@ -54,19 +75,46 @@ class SweepProgress(Callback):
         params = OmegaConf.to_container(hydra_cfg.sweeper.get("params") or {}, resolve=True)
         n = count_jobs(params, list(hydra_cfg.overrides.task))
         os.environ[JOBS_ENV] = "?" if n is None else str(n)
+        os.environ[KEYS_ENV] = ",".join(swept_keys(params, list(hydra_cfg.overrides.task)))
         log.info("sweep: %s job(s) -> %s", os.environ[JOBS_ENV], hydra_cfg.sweep.dir)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
-            from .tracking import TrackingError, connection_uri, init_store, probe, resolve_uri
+            from .lifecycle import command
+            from .tracking import (
+                TrackingSettings,
+                check_driver,
+                connection_uri,
+                init_store,
+                probe,
+                resolve_uri,
+            )
 
-            uri = resolve_uri(tracking.get("uri"))
-            try:
-                probe(uri, float(tracking.get("probe_timeout", 5.0)))
-            except TrackingError as exc:
-                log.error("error: %s", exc)
-                sys.exit(1)
-            os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-            init_store(connection_uri(uri))
+            with command("the sweep"):  # a bad store fails the sweep before its first job
+                settings = TrackingSettings.from_config(tracking)
+                uri = resolve_uri(settings.uri)
+                probe(uri, settings.probe_timeout)
+                check_driver(uri)
+                os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+                init_store(connection_uri(uri), settings.probe_timeout)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from ._hydra import FAILED_DIR
+
+        failed_dir = Path(str(config.hydra.sweep.dir)) / FAILED_DIR
+        records = sorted(failed_dir.glob("*.txt"), key=lambda p: int(p.stem))
+        if not records:
+            return
+        parts = []
+        for path in records:
+            overrides, _, message = path.read_text(encoding="utf-8").partition("\n")
+            parts.append(f"job {int(path.stem) + 1} ({overrides}): {message.strip()}")
+        total = os.environ.get(JOBS_ENV, "?")
+        print(
+            f"error: {len(records)} of {total} jobs failed: " + "; ".join(parts),
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(1)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode != RunMode.MULTIRUN:

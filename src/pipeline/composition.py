@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import CompositionError
 from .settings import to_plain
 
 #: pipeline task -> the registry tasks of the datasets it can run on
@@ -38,10 +39,6 @@ DATASET_TASKS: dict[str, tuple[str, ...]] = {
 MODELS = ("linear", "poly", "median")
 GEOMETRIES = ("euclidean", "kl")
 BASELINE_DECODERS = ("same", "round")
-
-
-class CompositionError(ValueError):
-    """A composition that makes no sense; the message lists the valid choices."""
 
 
 @dataclass(frozen=True)

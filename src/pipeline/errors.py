@@ -1,10 +1,60 @@
-"""Errors of the data pipeline: each message names the dataset, the file and a remedy."""
+"""The pipeline's one error tree: every error it raises on purpose, each message naming
+the problem, the place (dataset, file, 1-based row; config key; tracking URI) and a remedy.
+
+::
+
+    PipelineError                 caught by every command (pipeline.errors.report)
+    |-- ConfigError               a setting of the run config: bad type or value, unknown key
+    |-- CompositionError          a composition or experiment that makes no sense
+    |-- DataError (DatasetError)  a dataset, its files or the prepared data
+    |   |-- UnknownDatasetError, RegistryError, ChecksumError,
+    |   |-- SourceUnavailableError, MissingRawDataError,
+    |   `-- DataFormatError, DataSettingError, PreparedDataError, DatasetFailures
+    `-- TrackingError             the MLflow tracking store cannot be used
+
+Every command (``python -m pipeline.train|fetch|preprocess|stage|report``) catches
+:class:`PipelineError` in one place (:func:`report`) and prints it as one line
+``error: <message>`` on stderr, exit status 1; ``PROJLOSS_DEBUG=1`` (or Hydra's
+``HYDRA_FULL_ERROR=1``) shows the traceback instead. The configuration errors are also
+``ValueError`` (as before the tree existed), the tracking ones ``RuntimeError``.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 
-class DatasetError(Exception):
+#: environment switches that show tracebacks instead of one-line errors
+DEBUG_ENV = ("PROJLOSS_DEBUG", "HYDRA_FULL_ERROR")
+#: exit status of a command that failed on purpose (bad input, unusable store ...)
+EXIT_ERROR = 1
+#: exit status of a run stopped by SIGINT (Ctrl-C) / SIGTERM (128 + signal number)
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class PipelineError(Exception):
+    """Base class of every error the pipeline raises on purpose."""
+
+
+class ConfigError(PipelineError, ValueError):
+    """A run setting with a bad type or value, or an unknown key (names key and valid ones)."""
+
+
+class CompositionError(PipelineError, ValueError):
+    """A composition that makes no sense; the message lists the valid choices."""
+
+
+class DataError(PipelineError):
     """Base class of the errors the data stages raise on purpose."""
+
+
+#: the historical name of :class:`DataError` (same class)
+DatasetError = DataError
+
+
+class TrackingError(PipelineError, RuntimeError):
+    """The tracking store cannot be used (unreachable, not MLflow, read-only, no driver...)."""
 
 
 class UnknownDatasetError(DatasetError, ValueError):
@@ -76,3 +126,19 @@ class PreparedDataError(DatasetError, FileNotFoundError):
 
 class DatasetFailures(DatasetError):
     """Several datasets failed in one stage run (each one was reported on its own line)."""
+
+
+def debug() -> bool:
+    """Whether a debug switch (:data:`DEBUG_ENV`) asks for tracebacks."""
+    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes") for k in DEBUG_ENV)
+
+
+def one_line(exc: BaseException) -> str:
+    """``error: <message>`` on one line (newlines of the message folded)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"error: {text}"
+
+
+def report(exc: BaseException) -> None:
+    """Print ``exc`` as the one-line ``error:`` on stderr (flushed)."""
+    print(one_line(exc), file=sys.stderr, flush=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
 from .paths import conf_dir, project_root, resolve
 
 #: The paper's protocol (GUIDE §3): prepared-data variants are named relative to these.
@@ -96,7 +97,9 @@ class DataSettings:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(merged) - names)
         if unknown:
-            raise ValueError(f"unknown data setting(s) {unknown}; valid: {sorted(names)}")
+            raise ConfigError(
+                f"unknown data setting(s) {[f'data.{k}' for k in unknown]}; valid: {sorted(names)}"
+            )
         root = project_root()
         mirror = merged.get("mirror")
         values: dict[str, Any] = {
@@ -116,7 +119,7 @@ class DataSettings:
         values["drop_empty"] = _bool(merged.get("drop_empty", False), "drop_empty")
         timeout = merged.get("timeout", 30.0)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise ConfigError(f"data.timeout must be a positive number of seconds, got {timeout!r}")
         values["timeout"] = float(timeout)
         values["progress"] = _bool(merged.get("progress", True), "progress")
         values["force"] = _bool(merged.get("force", False), "force")
@@ -141,25 +144,25 @@ def _is_complete(mapping: Mapping[str, Any]) -> bool:
 
 def _required(m: Mapping[str, Any], key: str) -> Any:
     if m.get(key) in (None, ""):
-        raise ValueError(f"data setting {key!r} is required")
+        raise ConfigError(f"data setting data.{key} is required (a path)")
     return m[key]
 
 
 def _int(v: Any, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{name} must be an integer, got {v!r}")
+        raise ConfigError(f"data.{name} must be an integer, got {v!r}")
     return v
 
 
 def _bool(v: Any, name: str) -> bool:
     if not isinstance(v, bool):
-        raise ValueError(f"{name} must be true or false, got {v!r}")
+        raise ConfigError(f"data.{name} must be true or false, got {v!r}")
     return v
 
 
 def _fraction(v: Any, name: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must be a fraction strictly between 0 and 1, got {v!r}")
+        raise ConfigError(f"data.{name} must be a fraction strictly between 0 and 1, got {v!r}")
     return float(v)
 
 
@@ -174,5 +177,131 @@ def _split_selector(v: Any) -> int | str | tuple[int, ...]:
 def _nonneg(v: Any, name: str) -> int:
     v = _int(v, name)
     if v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v}")
+        raise ConfigError(f'data.{name} must be >= 0 (or "all", or a list), got {v}')
     return v
+
+
+# --------------------------------------------------------------------------- run config
+#: the top-level keys of a run config (``conf/config.yaml`` composed; ``splits`` comes from
+#: a DVC experiment item, ``experiments`` is the DVC experiment list, ``hydra`` Hydra's own)
+RUN_KEYS = (
+    "data", "dataset", "datasets", "decoder", "experiments", "geometry", "hydra", "lambdas",
+    "model", "n_jobs", "progress", "seed", "set", "splits", "task", "tracking", "warm_start",
+)  # fmt: skip
+#: the keys of the groups of a run config that the pipeline reads (``dataset`` is the
+#: registry's, ``set.params`` / ``decoder.params`` the engine's: they check their own)
+GROUP_KEYS: dict[str, tuple[str, ...]] = {
+    "lambdas": ("high", "low", "num", "ties"),
+    "geometry": ("name",),
+    "set": ("name", "params"),
+    "decoder": ("name", "params"),
+    "task": ("datasets", "decoder", "metrics", "name", "select_by", "sweep", "target_loss"),
+}
+#: the keys of each model (``conf/model/<name>.yaml``)
+MODEL_KEYS: dict[str, tuple[str, ...]] = {
+    "linear": ("fit_intercept", "max_iter", "name", "penalize_intercept", "tol"),
+    "poly": ("coef0", "degree", "fit_intercept", "max_iter", "name", "penalize_intercept", "tol"),
+    "median": ("name",),
+}
+
+
+def _bad(key: str, value: Any, valid: str) -> ConfigError:
+    return ConfigError(f"{key}={value!r} is invalid: it must be {valid}")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _unknown(key: str, node: Mapping[str, Any], valid: tuple[str, ...]) -> None:
+    extra = sorted(set(node) - set(valid))
+    if extra:
+        names = ", ".join(f"{key}.{k}" for k in extra) if key else ", ".join(extra)
+        raise ConfigError(
+            f"unknown setting(s) {names}; valid keys{' of ' + key if key else ''}: "
+            f"{', '.join(sorted(valid))} (check the spelling; `+key=value` adds a key that "
+            "nothing reads)"
+        )
+
+
+def check_run_config(cfg: Mapping[str, Any]) -> None:
+    """Check the settings of a run config before any work: unknown keys (top level and
+    the groups the pipeline reads, :data:`GROUP_KEYS`, the model's keys and ``tracking``,
+    ``data``) and the type and range of each value. Missing keys are left to their
+    readers' defaults. Raises :class:`ConfigError` naming the key, the bad value and
+    what is valid.
+
+    Examples
+    --------
+    >>> check_run_config({"seed": 0, "lambdas": {"low": 1e-4, "high": 1e4, "num": 2}})
+    >>> check_run_config({"seed": "abc"})
+    Traceback (most recent call last):
+    ...
+    pipeline.errors.ConfigError: seed='abc' is invalid: it must be an integer >= 0 (e.g. seed=0)
+    """
+    cfg = to_plain(cfg)
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"a run config must be a mapping, got {type(cfg).__name__}")
+    _unknown("", cfg, RUN_KEYS)
+    for group, valid in GROUP_KEYS.items():
+        node = cfg.get(group)
+        if node is not None and not isinstance(node, Mapping):
+            raise _bad(group, node, f"a mapping with the keys {', '.join(valid)}")
+        if node:
+            _unknown(group, node, valid)
+    if "seed" in cfg:
+        seed = cfg["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise _bad("seed", seed, "an integer >= 0 (e.g. seed=0)")
+    for key in ("warm_start", "progress"):
+        if key in cfg and not isinstance(cfg[key], bool):
+            raise _bad(key, cfg[key], "true or false")
+    if "n_jobs" in cfg:
+        n = cfg["n_jobs"]
+        if isinstance(n, bool) or not isinstance(n, int) or n == 0:
+            raise _bad("n_jobs", n, "a non-zero integer (-1: every core, 1: no workers)")
+    _check_lambdas(cfg.get("lambdas") or {})
+    _check_model(cfg.get("model"))
+    if "tracking" in cfg:
+        from .tracking import TrackingSettings
+
+        TrackingSettings.from_config(cfg["tracking"])
+    if "data" in cfg and isinstance(cfg["data"], Mapping):
+        data_settings(cfg["data"])
+
+
+def _check_lambdas(node: Mapping[str, Any]) -> None:
+    for key in ("low", "high"):
+        if key in node and (not _is_number(node[key]) or not node[key] > 0):
+            raise _bad(f"lambdas.{key}", node[key], "a positive number (e.g. 1e-4)")
+    if _is_number(node.get("low")) and _is_number(node.get("high")):
+        if node["low"] > node["high"]:
+            raise ConfigError(
+                f"lambdas.low={node['low']!r} > lambdas.high={node['high']!r}: the grid "
+                "needs 0 < low <= high"
+            )
+    if "num" in node:
+        num = node["num"]
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise _bad("lambdas.num", num, "an integer >= 1 (the number of grid values)")
+    if "ties" in node and node["ties"] not in ("smallest", "largest"):
+        raise _bad("lambdas.ties", node["ties"], "smallest or largest")
+
+
+def _check_model(node: Any) -> None:
+    if not isinstance(node, Mapping) or node.get("name") not in MODEL_KEYS:
+        return  # composition.validate names the valid models
+    _unknown("model", node, MODEL_KEYS[node["name"]])
+    checks: dict[str, tuple[Any, str]] = {
+        "max_iter": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                     "an integer >= 1"),
+        "tol": (lambda v: _is_number(v) and v > 0, "a positive number (e.g. 1e-5)"),
+        "degree": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                   "an integer >= 1"),
+        "coef0": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+        "fit_intercept": (lambda v: isinstance(v, bool), "true or false"),
+        "penalize_intercept": (lambda v: isinstance(v, bool), "true or false"),
+    }  # fmt: skip
+    for key, (ok, valid) in checks.items():
+        if key in node and not ok(node[key]):
+            raise _bad(f"model.{key}", node[key], valid)

@@ -13,8 +13,11 @@ what DVC tracks is what runs::
 Each stage calls the same cores as ``python -m pipeline.train``
 (:mod:`pipeline.stages`). One process per stage and experiment runs all the experiment's
 compositions (a process costs seconds of imports). The MLflow parent run of a composition
-is created by ``tune`` and resumed by ``evaluate`` (its id is in the tuning JSON);
-``refit`` only fits and saves. Errors are one clear line and exit status 1.
+is created by ``tune`` (and left SCHEDULED) and resumed by ``evaluate`` (its id is in the
+tuning JSON; FINISHED with the test metrics);
+``refit`` only fits and saves. Errors are one clear line and exit status 1; a stage
+gets SIGTERM when its parent (``dvc``) dies and marks its MLflow runs KILLED
+(:mod:`pipeline.lifecycle`).
 """
 
 from __future__ import annotations
@@ -134,11 +137,14 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     from .composition import validate
     from .experiments import compose_runs, get_experiment
     from .fileio import write_json
+    from .settings import check_run_config
     from .tracking import RecordingTracker, run_params
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
     runs = compose_runs(params, key)
+    for cfg in runs.values():
+        check_run_config(cfg)
     comps = {rid: validate(cfg) for rid, cfg in runs.items()}  # all valid before any work
     tracker = _tracker(params, key)
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
@@ -164,6 +170,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
             name=f"{key}/{rid}",
             tags=_run_tags(comp, key, rid),
             params=run_params(cfg),
+            done="SCHEDULED",  # evaluate resumes it: FINISHED only with its test metrics
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
             if rid in recorded:
@@ -361,20 +368,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     # a 2-core machine with one core taken). The solver limits its own loop already.
     from threadpoolctl import threadpool_limits
 
-    from ._hydra import expected_errors
+    from .lifecycle import command, die_with_parent
 
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            _run_stage(args)
-        log.info(
-            "stage %s%s done in %.1f s (imports included)",
-            args.stage,
-            f"@{args.experiment}" if args.experiment else "",
-            time.perf_counter() - start,
-        )
-    except expected_errors() as exc:
-        log.error("error: %s", exc)
-        sys.exit(1)
+    if argv is None:  # the command line (not an in-process call)
+        die_with_parent()  # a stage never outlives its dvc process
+    name = f"stage {args.stage}" + (f"@{args.experiment}" if args.experiment else "")
+    with command(name), threadpool_limits(limits=1, user_api="blas"):
+        _run_stage(args)
+    log.info("%s done in %.1f s (imports included)", name, time.perf_counter() - start)
 
 
 def _run_stage(args: argparse.Namespace) -> None:

@@ -11,11 +11,23 @@ beside the SQLite file (MLflow would otherwise use ``./mlruns`` in the cwd).
 composition and dataset, created by the tune stage and resumed by evaluate (or by one
 process, ``pipeline.train``); one nested child run per lambda of the grid.
 
-**Failures.** A tracking server (http/https URI) is probed once with a short timeout
-before any work, and an unreachable one stops the run with a :class:`TrackingError`
-naming the URI and the remedy, instead of MLflow's minutes of retries. Concurrent
-processes on one SQLite file (the joblib launcher) wait for each other's writes (the
-connection's busy ``timeout``), and the schema and the experiments are created once.
+**Failures.** The store is checked once, before any work, and an unusable one stops
+the run with a one-line :class:`TrackingError` naming the URI, the problem and the
+remedy, instead of MLflow's minutes of retries and pages of traceback: a tracking server
+(http/https URI) must answer ``/version`` with a version number within
+``probe_timeout`` (:func:`probe`: unreachable, or a web service that is not MLflow); a
+database URI needs its SQLAlchemy driver (:func:`check_driver`, e.g. ``psycopg2-binary``);
+a SQLite file must take a write within ``probe_timeout`` (:func:`check_sqlite`:
+read-only, immutable or locked by another process). A store that fails mid-run (a server
+that dies) is a :class:`TrackingError` too (:func:`store_error`). Concurrent processes on
+one SQLite file (the joblib launcher) wait for each other's writes (the connection's busy
+``timeout``), and the schema and the experiments are created once.
+
+**Run states.** A parent run ends FINISHED (or ``done``: SCHEDULED for the DVC tune stage,
+which evaluate resumes), FAILED on an error, KILLED with its child runs on SIGINT /
+SIGTERM (:mod:`pipeline.lifecycle`). It is tagged with its ``host`` and ``pid``: a new run
+of the same name marks a RUNNING run of a dead process of this host KILLED, tagged
+``superseded_by`` (:meth:`MLflowTracker.orphans`).
 
 Importing this module does not import MLflow: :func:`make_tracker` does, and only when
 tracking is enabled. MLflow's telemetry is off unless ``MLFLOW_DISABLE_TELEMETRY`` says
@@ -28,6 +40,8 @@ import contextlib
 import logging
 import math
 import os
+import re
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -35,6 +49,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError, TrackingError
 from .paths import project_root, resolve
 from .settings import to_plain
 
@@ -50,10 +65,6 @@ MAX_PARAM = 500
 CHILD_TAGS = ("task", "dataset", "set", "geometry", "decoder", "model", "composition", "group")
 #: config keys that are not settings of a run (the DVC experiment list, registry files)
 PARAM_EXCLUDE = ("experiments", "hydra", "dataset.files", "dataset.paper")
-
-
-class TrackingError(RuntimeError):
-    """The tracking store cannot be used (e.g. the server is unreachable)."""
 
 
 @dataclass(frozen=True)
@@ -72,12 +83,39 @@ class TrackingSettings:
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
-        plain = dict(to_plain(node) or {})
+        """Validate the ``tracking`` node (a :class:`ConfigError` names the bad key)."""
+        plain = to_plain(node) or {}
+        if not isinstance(plain, Mapping):
+            raise ConfigError(f"tracking={plain!r} is invalid: it must be a mapping of settings")
+        plain = dict(plain)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(plain) - known)
         if unknown:
-            raise ValueError(f"unknown tracking setting(s) {unknown}; valid: {sorted(known)}")
+            raise ConfigError(
+                f"unknown tracking setting(s) {[f'tracking.{k}' for k in unknown]}; "
+                f"valid: {sorted(known)}"
+            )
+        for key, value in plain.items():
+            _check_setting(key, value)
         return cls(**plain)
+
+
+def _check_setting(key: str, value: Any) -> None:
+    """Type and range of one tracking setting (:class:`ConfigError` otherwise)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key in ("enabled", "log_models", "figures"):
+        ok, valid = isinstance(value, bool), "true or false"
+    elif key == "probe_timeout":
+        ok, valid = number and 0 < value < math.inf, "a positive number of seconds"
+    elif key == "heatmap_samples":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        valid = "an integer >= 0"
+    elif key == "experiment_prefix":
+        ok, valid = isinstance(value, str) and value.strip() != "", "a non-empty string"
+    else:  # uri, artifacts, group
+        ok, valid = value is None or isinstance(value, str), "a string or null"
+    if not ok:
+        raise ConfigError(f"tracking.{key}={value!r} is invalid: it must be {valid}")
 
 
 def resolve_uri(uri: str | None = None) -> str:
@@ -116,27 +154,178 @@ def artifact_location(uri: str, artifacts: str | None = None) -> str | None:
     return (db.parent / DEFAULT_ARTIFACTS).as_uri() if db is not None else None
 
 
-def probe(uri: str, timeout: float) -> None:
-    """Fail fast with a clear :class:`TrackingError` when a tracking server is unreachable.
+_REMEDY_LOCAL = "or unset both to use the local SQLite store"
 
-    Any HTTP answer (even an error status) means a server is there; a refused or timed
-    out connection means none is.
+
+def probe(uri: str, timeout: float) -> None:
+    """Fail fast with a clear :class:`TrackingError` when a tracking server is unusable.
+
+    ``GET <uri>/version`` must answer 200 with a version number, as an MLflow server
+    does; a refused or timed out connection means no server, any other answer (a 404 of
+    a web server, an HTML page) a service that is not MLflow. A 401/403 is accepted when
+    credentials are configured (``MLFLOW_TRACKING_USERNAME`` / ``_TOKEN``), as MLflow's
+    client will send them. Local stores are not probed here (see :func:`check_store`).
     """
     if not uri.startswith(("http://", "https://")):
         return
-    url = uri.rstrip("/") + "/health"
+    url = uri.rstrip("/") + "/version"
+    local = f"{_REMEDY_LOCAL} {project_root() / DEFAULT_DB}"
     try:
-        with urllib.request.urlopen(url, timeout=timeout):
-            pass
-    except urllib.error.HTTPError:
-        return
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            body = answer.read(200).decode("utf-8", "replace").strip()
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            if os.environ.get("MLFLOW_TRACKING_USERNAME") or os.environ.get(
+                "MLFLOW_TRACKING_TOKEN"
+            ):
+                return
+            raise TrackingError(
+                f"tracking server {uri} asks for credentials (HTTP {exc.code}); set "
+                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or "
+                f"MLFLOW_TRACKING_TOKEN), {local}"
+            ) from None
+        raise TrackingError(
+            f"tracking URI {uri} answers but is not an MLflow server (GET /version: HTTP "
+            f"{exc.code}); point tracking.uri / MLFLOW_TRACKING_URI at an `mlflow server`, "
+            f"{local}"
+        ) from None
     except (TimeoutError, urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise TrackingError(
             f"MLflow tracking server {uri} is unreachable ({reason}); start it (mlflow server "
-            "--host ... --port ...), fix tracking.uri / MLFLOW_TRACKING_URI, or unset both to "
-            f"use the local SQLite store {project_root() / DEFAULT_DB}"
+            "--host ... --port ...), fix tracking.uri / MLFLOW_TRACKING_URI, "
+            f"{local}"
         ) from None
+    if not re.fullmatch(r"\d+\.\d+[\w.+-]*", body):
+        shown = " ".join(body.split())[:40]
+        raise TrackingError(
+            f"tracking URI {uri} answers but is not an MLflow server (GET /version answered "
+            f"{shown!r}, not a version number); point tracking.uri / MLFLOW_TRACKING_URI at "
+            f"an `mlflow server`, {local}"
+        )
+
+
+#: the pip package of each SQLAlchemy driver an MLflow database store may use
+DRIVER_PACKAGES = {
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "psycopg[binary]",
+    "pg8000": "pg8000",
+    "asyncpg": "asyncpg",
+    "pymysql": "PyMySQL",
+    "mysqldb": "mysqlclient",
+    "mysqlconnector": "mysql-connector-python",
+    "pyodbc": "pyodbc",
+    "pymssql": "pymssql",
+}
+
+
+def check_driver(uri: str) -> None:
+    """A database URI (``postgresql://``, ``mysql+pymysql://`` ...) whose SQLAlchemy
+    dialect or Python driver is missing: a :class:`TrackingError` naming the package to
+    install (MLflow would fail later with a long traceback)."""
+    scheme = uri.partition("://")[0]
+    if "://" not in uri or scheme in ("sqlite", "file", "http", "https") or "sql" not in scheme:
+        return
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(uri)
+        dialect = url.get_dialect()
+    except Exception as exc:  # NoSuchModuleError, ArgumentError
+        raise TrackingError(
+            f"tracking URI {_hide_password(uri)}: SQLAlchemy has no driver "
+            f"{scheme!r} ({' '.join(str(exc).split())}); use one of "
+            "postgresql://, postgresql+psycopg2://, mysql+pymysql://, sqlite:///<file>"
+        ) from None
+    driver = getattr(dialect, "driver", "") or url.get_driver_name()
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        package = DRIVER_PACKAGES.get(driver, driver)
+        other = ""
+        if url.get_backend_name() == "postgresql" and driver != "psycopg2":
+            other = " (or write postgresql+psycopg2:// and `pip install psycopg2-binary`)"
+        raise TrackingError(
+            f"tracking URI {_hide_password(uri)} needs the database driver {driver} "
+            f"(missing: {exc}); install it with `pip install '{package}'` in this "
+            f"environment{other}"
+        ) from None
+
+
+def _hide_password(uri: str) -> str:
+    return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", uri)
+
+
+def check_sqlite(uri: str, timeout: float) -> None:
+    """A SQLite store that cannot take a write (a read-only or immutable file or
+    directory, or a file another process holds locked for longer than ``timeout``
+    seconds): a :class:`TrackingError` naming the file and the remedy."""
+    import sqlite3
+
+    db = sqlite_path(uri)
+    if db is None:
+        return
+    where = f"tracking store {db}"
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(str(db), timeout=timeout)) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE IF NOT EXISTS _projloss_probe (x INTEGER)")
+            conn.execute("DROP TABLE _projloss_probe")
+            conn.rollback()
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            raise TrackingError(
+                f"{where} is locked by another process (still locked after {timeout:g} s: "
+                f"{text}); wait for it to finish or stop it, raise tracking.probe_timeout, or "
+                "use another tracking.uri"
+            ) from None
+        if "readonly" in text or "read-only" in text or "unable to open" in text:
+            raise TrackingError(
+                f"{where} cannot be written ({text}); make the file and its directory "
+                f"writable (ls -l / lsattr {db}), or use another tracking.uri"
+            ) from None
+        raise TrackingError(f"{where} cannot be used ({text}); use another tracking.uri") from None
+    except sqlite3.DatabaseError as exc:
+        raise TrackingError(
+            f"{where} is not a usable SQLite database ({exc}); move it away or use another "
+            "tracking.uri"
+        ) from None
+    except OSError as exc:
+        raise TrackingError(
+            f"{where} cannot be created ({exc.strerror or exc}); make {db.parent} writable or "
+            "use another tracking.uri"
+        ) from None
+
+
+#: what MLflow's HTTP client says when a server stopped answering
+_CONNECTION_LOST = (
+    "Connection refused",
+    "Max retries exceeded",
+    "Connection reset",
+    "Connection aborted",
+    "RemoteDisconnected",
+    "timed out",
+)
+
+
+def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
+    """One-line :class:`TrackingError` for a store that failed while ``doing`` something
+    (a server that died mid-run, a database error): the URI, the cause, the remedy."""
+    text = " ".join(str(exc).split())
+    if any(s in text for s in _CONNECTION_LOST):
+        cause = "the server stopped answering (connection refused or reset)"
+        remedy = (
+            "the run stays RUNNING there: restart the server and re-run (the new run marks "
+            "it KILLED, tag superseded_by)"
+        )
+    else:
+        cause = text[:200] + ("..." if len(text) > 200 else "")
+        remedy = "check the store, then re-run (PROJLOSS_DEBUG=1 shows the traceback)"
+    return TrackingError(
+        f"tracking store {_hide_password(uri)} failed while {doing}: {cause}; {remedy}"
+    )
 
 
 def flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -181,8 +370,12 @@ class Tracker:
         tags: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        done: str = "FINISHED",
     ) -> Iterator[str | None]:
-        """Start (or resume, given ``run_id``) the parent run of a composition."""
+        """Start (or resume, given ``run_id``) the parent run of a composition; end it
+        ``done`` on success (``SCHEDULED``: to be resumed by a later stage, as the tune
+        stage's runs are by evaluate: never FINISHED without test metrics), KILLED with its
+        child runs on SIGINT / SIGTERM, FAILED on an error."""
         yield None
 
     def child_run(
@@ -246,18 +439,25 @@ class MLflowTracker(Tracker):
         super().__init__(settings)
         self.uri = resolve_uri(settings.uri)
         probe(self.uri, settings.probe_timeout)
+        check_driver(self.uri)
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         # A server that dies mid-run: a few quick retries, not minutes of backoff.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
         import mlflow
         from mlflow.tracking import MlflowClient
 
         self._mlflow = mlflow
         store_uri = connection_uri(self.uri)
-        init_store(store_uri)
-        mlflow.set_tracking_uri(store_uri)
-        self.client = MlflowClient(tracking_uri=store_uri)
+        try:
+            init_store(store_uri, settings.probe_timeout)
+            mlflow.set_tracking_uri(store_uri)
+            self.client = MlflowClient(tracking_uri=store_uri)
+        except Exception as exc:  # MlflowException, SQLAlchemy, requests
+            if not _is_store_error(exc):
+                raise
+            raise store_error(self.uri, exc, "opening the store") from None
         self._experiments: dict[str, str] = {}
         self._exp_id: str | None = None
         self._child_tags: dict[str, str] = {}
@@ -280,7 +480,42 @@ class MLflowTracker(Tracker):
         tags: Mapping[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        done: str = "FINISHED",
     ) -> Iterator[str | None]:
+        from .lifecycle import critical
+
+        try:
+            with critical():
+                run = self._start(task, name, tags, params, run_id)
+        except Exception as exc:
+            if not _is_store_error(exc):
+                raise
+            raise store_error(self.uri or "", exc, f"starting the run {name!r}") from None
+        self.run_id = run.info.run_id
+        try:
+            yield self.run_id
+        except KeyboardInterrupt:  # SIGINT, or SIGTERM (pipeline.lifecycle.Terminated)
+            self._end("KILLED", kill_children=True, quiet=True)
+            raise
+        except TrackingError:  # the store failed: ending the run may fail too
+            self._end("FAILED", quiet=True)
+            raise
+        except BaseException:
+            self._end("FAILED", quiet=True)
+            raise
+        else:
+            self._end(done)
+        finally:
+            self.run_id = None
+
+    def _start(
+        self,
+        task: str,
+        name: str,
+        tags: Mapping[str, str] | None,
+        params: Mapping[str, Any] | None,
+        run_id: str | None,
+    ) -> Any:
         mlflow = self._mlflow
         exp_id = self.experiment_id(task)
         if run_id is not None:
@@ -292,31 +527,95 @@ class MLflowTracker(Tracker):
         all_tags = dict(tags or {})
         if self.settings.group:
             all_tags.setdefault("group", self.settings.group)
+        all_tags.update(owner_tags())
         if run_id is None:
+            stale = self.orphans(exp_id, name)
             run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags)
             if params:
                 mlflow.log_params(dict(params))
+            for old in stale:
+                self._supersede(old, run.info.run_id)
         else:
             run = mlflow.start_run(run_id=run_id)
             if all_tags:
                 mlflow.set_tags(all_tags)
             all_tags = {**run.data.tags, **all_tags}
-        self.run_id = run.info.run_id
         self._exp_id = exp_id
         self._child_tags = {k: str(v) for k, v in all_tags.items() if k in CHILD_TAGS}
+        return run
+
+    def _end(self, status: str, *, kill_children: bool = False, quiet: bool = False) -> None:
+        """End the active parent run with ``status`` (and its children: KILLED)."""
+        from .lifecycle import critical
+
+        run_id = self.run_id
         try:
-            with run:  # ends the run: FINISHED, or FAILED on an exception
-                yield self.run_id
+            with critical():
+                if kill_children and run_id is not None:
+                    self._kill_children(run_id)
+                self._mlflow.end_run(status)
+        except Exception as exc:
+            if quiet:
+                log.debug("could not end run %s as %s: %s", run_id, status, exc)
+                return
+            raise store_error(self.uri or "", exc, f"ending the run {run_id} as {status}") from None
+
+    def _kill_children(self, run_id: str) -> None:
+        assert self._exp_id is not None
+        children = self.client.search_runs(
+            [self._exp_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"
+        )
+        for child in children:
+            if child.info.status != "KILLED":
+                self.client.set_terminated(child.info.run_id, "KILLED")
+
+    def orphans(self, exp_id: str, name: str) -> list[str]:
+        """RUNNING parent runs named ``name`` whose process is gone: started on this host
+        (tags ``host``, ``pid``) by a process that no longer exists (killed with
+        ``kill -9``, a lost server, a power cut). Runs of other hosts are left alone."""
+        quoted = name.replace("'", "\\'")
+        runs = self.client.search_runs(
+            [exp_id],
+            filter_string=f"attributes.status = 'RUNNING' and tags.mlflow.runName = '{quoted}'",
+        )
+        out = []
+        for r in runs:
+            tags = r.data.tags
+            if "mlflow.parentRunId" in tags or tags.get("host") != socket.gethostname():
+                continue
+            if not pid_alive(tags.get("pid")):
+                out.append(r.info.run_id)
+        return out
+
+    def _supersede(self, old: str, new: str) -> None:
+        """Mark an orphaned run (and its children) KILLED, tagged ``superseded_by``."""
+        self.client.set_tag(old, "superseded_by", new)
+        prev, self._exp_id = self._exp_id, self.client.get_run(old).info.experiment_id
+        try:
+            self._kill_children(old)
         finally:
-            self.run_id = None
+            self._exp_id = prev
+        self.client.set_terminated(old, "KILLED")
+        log.warning(
+            "MLflow run %s was left RUNNING by a dead process: marked KILLED, superseded by %s",
+            old,
+            new,
+        )
 
     def child_run(
         self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
     ) -> str | None:
-        from mlflow.entities import Metric, Param
-
         if self.run_id is None or self._exp_id is None:
             raise TrackingError("child_run needs an active parent run")
+        with self._store(f"logging the child run {name!r} of run {self.run_id}"):
+            return self._child_run(name, params, metrics)
+
+    def _child_run(
+        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
+    ) -> str | None:
+        from mlflow.entities import Metric, Param
+
+        assert self.run_id is not None and self._exp_id is not None
         child = self.client.create_run(
             self._exp_id,
             run_name=name,
@@ -331,16 +630,34 @@ class MLflowTracker(Tracker):
         self.client.set_terminated(child.info.run_id)
         return child.info.run_id
 
+    @contextlib.contextmanager
+    def _store(self, doing: str) -> Iterator[None]:
+        """Turn a store failure (a server that died, a database error) into a one-line
+        :class:`TrackingError`; other errors pass through. A signal waits for the end of
+        the call (:func:`pipeline.lifecycle.critical`)."""
+        from .lifecycle import critical
+
+        try:
+            with critical():
+                yield
+        except TrackingError:
+            raise
+        except Exception as exc:
+            if not _is_store_error(exc):
+                raise
+            raise store_error(self.uri or "", exc, doing) from None
+
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         clean = {k: float(v) for k, v in metrics.items() if _finite(v)}
         if clean:
-            self._mlflow.log_metrics(clean, step=step)
+            with self._store(f"logging metrics to run {self.run_id}"):
+                self._mlflow.log_metrics(clean, step=step)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
-        self._mlflow.set_tags(dict(tags))
+        with self._store(f"tagging run {self.run_id}"):
+            self._mlflow.set_tags(dict(tags))
 
     def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
-        import mlflow.sklearn
 
         signature = None
         if X_example is not None:
@@ -352,6 +669,12 @@ class MLflowTracker(Tracker):
                 log.debug("no model signature: %s", exc)
         # Explicit requirements: MLflow's inference would re-import the model in a
         # subprocess (seconds per model).
+        with self._store(f"logging the model {name!r} of run {self.run_id}"):
+            self._log_model(model, name, signature)
+
+    def _log_model(self, model: Any, name: str, signature: Any) -> None:
+        import mlflow.sklearn
+
         mlflow.sklearn.log_model(
             model,
             name=name,
@@ -361,13 +684,46 @@ class MLflowTracker(Tracker):
         )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
-        self._mlflow.log_figure(figure, artifact_file)
+        with self._store(f"logging {artifact_file} to run {self.run_id}"):
+            self._mlflow.log_figure(figure, artifact_file)
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        self._mlflow.log_artifact(str(path), artifact_path)
+        with self._store(f"logging {path.name} to run {self.run_id}"):
+            self._mlflow.log_artifact(str(path), artifact_path)
 
     def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
-        self._mlflow.log_dict(dict(obj), artifact_file)
+        with self._store(f"logging {artifact_file} to run {self.run_id}"):
+            self._mlflow.log_dict(dict(obj), artifact_file)
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming the process of a run (``host``, ``pid``), to recognise orphans."""
+    return {"host": socket.gethostname(), "pid": str(os.getpid())}
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether process ``pid`` (a tag value) exists on this host (unknown: assume so)."""
+    try:
+        n = int(pid)
+    except (TypeError, ValueError):
+        return True
+    if n == os.getpid():
+        return True
+    try:
+        os.kill(n, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """An error of the tracking store (MLflow's, SQLAlchemy's, the HTTP client's)."""
+    module = type(exc).__module__
+    return module.startswith(("mlflow", "sqlalchemy", "requests", "urllib3", "sqlite3")) or (
+        isinstance(exc, ConnectionError)
+    )
 
 
 def _finite(v: Any) -> bool:
@@ -447,18 +803,34 @@ def _sqlite_wal() -> None:
     _WAL_HOOKED = True
 
 
-def init_store(uri: str) -> None:
+def init_store(uri: str, timeout: float = 5.0) -> None:
     """Create (or migrate) a SQLite store's schema once, under an exclusive file lock,
-    so that parallel first runs do not race on it. Other stores need nothing."""
+    so that parallel first runs do not race on it, after checking that the file can be
+    written (:func:`check_sqlite`, waiting ``timeout`` seconds for another process's
+    lock). Other stores need nothing."""
     db = sqlite_path(uri)
     if db is None:
         return
-    db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TrackingError(
+            f"tracking store {db}: cannot create {db.parent} ({exc.strerror or exc}); use "
+            "another tracking.uri"
+        ) from None
     _sqlite_wal()
     from mlflow.tracking import MlflowClient
 
-    with _file_lock(db.with_name(db.name + ".lock")):
-        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    try:
+        with _file_lock(db.with_name(db.name + ".lock")):
+            check_sqlite(uri, timeout)
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    except OSError as exc:  # e.g. no lock file in a read-only directory
+        check_sqlite(uri, timeout)  # names the problem when it is the database
+        raise TrackingError(
+            f"tracking store {db}: {exc.strerror or exc} ({exc.filename or db.parent}); make "
+            "the directory writable or use another tracking.uri"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -14,7 +14,11 @@ progress bar over the lambda grid and one summary line at the end::
 
 ``--multirun`` sweeps the task's datasets unless the command line names some
 (``hydra.sweeper.params`` in ``conf/config.yaml``); the runs of one sweep share a
-``group`` tag (the sweep directory).
+``group`` tag (the sweep directory). A job that fails (e.g. an invalid composition of
+the sweep) is reported on one line and skipped; the sweep ends with ``error: k of N jobs
+failed: ...`` and exit status 1. Errors are one line ``error: ...`` on stderr (exit 1);
+SIGINT / SIGTERM mark the MLflow runs KILLED (exit 130 / 143); see
+:mod:`pipeline.lifecycle`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from omegaconf import DictConfig
 
 from ._hydra import config_path, run_or_exit
 from .composition import validate
-from .settings import to_plain
+from .settings import check_run_config, to_plain
 
 log = logging.getLogger("pipeline.train")
 
@@ -47,7 +51,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     plain = to_plain(cfg)
     plain.pop("experiments", None)
-    comp = validate(plain)  # before any work: a bad composition costs nothing
+    check_run_config(plain)  # before any work: unknown keys, bad values
+    comp = validate(plain)  # a bad composition costs nothing
     settings = TrackingSettings.from_config(plain.get("tracking"))
     if group and not settings.group:
         settings = dataclasses.replace(settings, group=group)

@@ -29,9 +29,7 @@ def test_data_dirs_must_be_the_dvc_outputs(params_file: Path) -> None:
         stage_data(params)
 
 
-def test_arguments_and_errors(
-    params_file: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> None:
+def test_arguments_and_errors(params_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["tune", "--params", str(params_file)])
     assert exc.value.code == 2
@@ -39,8 +37,9 @@ def test_arguments_and_errors(
     with pytest.raises(SystemExit) as exc:
         main(["tune", "nope", "--params", str(params_file)])
     assert exc.value.code == 1
-    assert "error: unknown experiment 'nope'" in caplog.text and "smoke-cube" in caplog.text
+    err = capsys.readouterr().err
+    assert "error: unknown experiment 'nope'" in err and "smoke-cube" in err
     with pytest.raises(SystemExit) as exc:
         main(["refit", "smoke-cube", "--params", str(params_file.parent / "none.yaml")])
     assert exc.value.code == 1
-    assert "python -m pipeline.params" in caplog.text
+    assert "python -m pipeline.params" in capsys.readouterr().err

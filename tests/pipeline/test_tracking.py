@@ -60,7 +60,10 @@ def test_unreachable_server_fails_fast() -> None:
         probe(uri, 1.0)
 
 
-def test_any_http_answer_means_reachable() -> None:
+def test_a_web_server_that_is_not_mlflow_is_refused() -> None:
+    """A 404 (or any answer that is not MLflow's /version) means another service: the
+    probe names the URI and the remedy (issue 11, item 6); local stores are not probed."""
+
     class NotFound(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_error(404)
@@ -71,8 +74,10 @@ def test_any_http_answer_means_reachable() -> None:
     server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        probe(f"http://127.0.0.1:{server.server_address[1]}", 2.0)
+        with pytest.raises(TrackingError, match=rf"{uri} answers but is not an MLflow server"):
+            probe(uri, 2.0)
     finally:
         server.shutdown()
         server.server_close()

@@ -1,0 +1,153 @@
+"""How a command ends: one error line, an exit status, signals, a dead parent.
+
+:func:`command` is the one place where every command (``python -m pipeline.train``,
+``fetch``, ``preprocess``, ``stage``) turns an error into its exit:
+
+============================  ===========================================================
+what happened                 what the command does
+============================  ===========================================================
+a :class:`PipelineError`      one line ``error: <message>`` on stderr, exit status 1
+SIGINT (Ctrl-C) / SIGTERM     the MLflow run and its child runs are marked KILLED (by
+                              :meth:`pipeline.tracking.MLflowTracker.parent_run`), one
+                              line ``error: interrupted ...``, exit status 130 / 143
+the parent process died       (``pipeline.stage`` under ``dvc``) the same as SIGTERM
+============================  ===========================================================
+
+``PROJLOSS_DEBUG=1`` (or ``HYDRA_FULL_ERROR=1``) re-raises instead, with the traceback.
+Other exceptions are bugs: their traceback is printed as Python does.
+
+**Dying with the parent.** DVC runs each stage as a child process; when ``dvc`` itself is
+killed (``kill -9``, a closed terminal) the stage would go on alone and leave its MLflow
+runs in a misleading state. :func:`die_with_parent` asks Linux to send the stage SIGTERM
+when its parent dies (``prctl(PR_SET_PDEATHSIG)`` through ctypes: no thread, no polling,
+works when the parent is killed with SIGKILL). Elsewhere (no ``prctl``) a daemon thread
+polls the parent PID every second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+from .errors import EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM, PipelineError, debug, report
+
+log = logging.getLogger("pipeline")
+
+PR_SET_PDEATHSIG = 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (a :class:`KeyboardInterrupt`, so that every
+    cleanup written for Ctrl-C runs for it too)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_INSTALLED = False
+#: depth of the critical sections of this process (see :func:`critical`)
+_CRITICAL = 0
+#: a signal received inside a critical section, raised when it ends
+_PENDING: int | None = None
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    global _PENDING
+    if signum == signal.SIGTERM:
+        # Once: a second SIGTERM during the cleanup must not interrupt the cleanup.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _CRITICAL:
+        _PENDING = _PENDING or signum
+        return
+    raise _interrupt(signum)
+
+
+@contextlib.contextmanager
+def critical() -> Iterator[None]:
+    """A section that SIGINT / SIGTERM do not interrupt half-way (a write to the tracking
+    store: an exception raised inside a database transaction would leave the connection
+    unusable, and the run could not be marked KILLED); the signal is raised when the
+    outermost section ends."""
+    global _CRITICAL, _PENDING
+    _CRITICAL += 1
+    try:
+        yield
+    finally:
+        _CRITICAL -= 1
+    if _CRITICAL == 0 and _PENDING is not None:
+        signum, _PENDING = _PENDING, None
+        raise _interrupt(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt``, in the main
+    thread, except inside a :func:`critical` section. No-op outside the main thread."""
+    global _INSTALLED
+    if _INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_signal)
+    _INSTALLED = True
+
+
+def die_with_parent() -> None:
+    """Get SIGTERM when the parent process dies (see the module docstring)."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl failed")
+    except (OSError, AttributeError):
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    """130 for SIGINT, 143 for SIGTERM (the shell's 128 + signal number)."""
+    return EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT
+
+
+@contextlib.contextmanager
+def command(what: str = "the command") -> Iterator[None]:
+    """Run a command's body: errors and signals become one line and an exit status."""
+    install_signal_handlers()
+    try:
+        yield
+    except PipelineError as exc:
+        if debug():
+            raise
+        report(exc)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt as exc:
+        if debug():
+            raise
+        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+        report(
+            RuntimeError(
+                f"{what} was interrupted by {name}; the MLflow runs it started are marked "
+                "KILLED: re-run it (dvc repro resumes the DVC pipeline)"
+            )
+        )
+        sys.exit(interrupted_status(exc))

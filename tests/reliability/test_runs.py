@@ -1,0 +1,382 @@
+"""Reliability of runs and commands (issue 11, items 4, 5, 8, 10 and the one error tree):
+settings errors name the key, the value and what is valid; unknown keys are errors; one
+error line and exit status per command; a sweep runs its valid jobs when one is invalid;
+SIGTERM / SIGINT mark the MLflow runs KILLED; a stage dies with its parent (``dvc``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import errors
+from pipeline.errors import (
+    CompositionError,
+    ConfigError,
+    DataError,
+    PipelineError,
+    TrackingError,
+)
+from pipeline.lifecycle import Terminated, command
+from pipeline.settings import check_run_config
+
+from ._run_fixtures import (
+    FAST,
+    ROOT,
+    assert_no_misleading_runs,
+    data_overrides,
+    env,
+    one_error_line,
+    parents,
+    prepare_iris,
+    process_gone,
+    runs,
+    spawn_train,
+    train,
+    wait_for,
+)
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory: pytest.TempPathFactory):
+    """iris prepared under a temporary directory (once for the module)."""
+    return prepare_iris(tmp_path_factory.mktemp("iris"))
+
+
+def compose(overrides: list[str]) -> dict:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=overrides)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+# --------------------------------------------------------------------------- the error tree
+def test_one_error_tree_and_the_old_import_paths() -> None:
+    from pipeline import composition, tracking
+
+    for cls in (ConfigError, CompositionError, DataError, TrackingError):
+        assert issubclass(cls, PipelineError)
+    assert composition.CompositionError is CompositionError
+    assert tracking.TrackingError is TrackingError
+    assert errors.DatasetError is DataError
+    for cls in (errors.UnknownDatasetError, errors.RegistryError, errors.ChecksumError):
+        assert issubclass(cls, DataError)
+    # the configuration errors stay ValueErrors (callers catching ValueError still work)
+    assert issubclass(ConfigError, ValueError) and issubclass(CompositionError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "message"),
+    [
+        (ConfigError("seed='x' is invalid"), 1, "error: seed='x' is invalid"),
+        (TrackingError("store\nbroken"), 1, "error: store broken"),  # folded on one line
+        (KeyboardInterrupt(), 130, "interrupted by SIGINT"),
+        (Terminated(), 143, "interrupted by SIGTERM"),
+    ],
+)
+def test_command_ends_with_one_line_and_a_status(
+    raised: BaseException, status: int, message: str, capsys, monkeypatch
+) -> None:
+    for key in errors.DEBUG_ENV:
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(SystemExit) as exit_info, command():
+        raise raised
+    assert exit_info.value.code == status
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and message in err and err.endswith("\n")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("switch", errors.DEBUG_ENV)
+def test_debug_switch_reraises(switch: str, monkeypatch) -> None:
+    monkeypatch.setenv(switch, "1")
+    with pytest.raises(ConfigError), command():
+        raise ConfigError("shown with its traceback")
+
+
+def test_unexpected_errors_are_not_hidden() -> None:
+    """A bug is not an expected error: its traceback is not swallowed."""
+    with pytest.raises(ZeroDivisionError), command():
+        1 / 0  # noqa: B018
+
+
+# --------------------------------------------------------------------------- settings (8, 10)
+@pytest.mark.parametrize(
+    ("override", "key", "valid"),
+    [
+        ("seed=abc", "seed='abc'", "integer >= 0"),
+        ("seed=-1", "seed=-1", "integer >= 0"),
+        ("seed=1.5", "seed=1.5", "integer >= 0"),
+        ("lambdas.num=0", "lambdas.num=0", "integer >= 1"),
+        ("lambdas.num=abc", "lambdas.num='abc'", "integer >= 1"),
+        ("lambdas.num=2.5", "lambdas.num=2.5", "integer >= 1"),
+        ("lambdas.low=-1", "lambdas.low=-1", "positive number"),
+        ("lambdas.low=0", "lambdas.low=0", "positive number"),
+        ("lambdas.high=abc", "lambdas.high='abc'", "positive number"),
+        ("lambdas.low=100000", "lambdas.low=100000 > lambdas.high", "0 < low <= high"),
+        ("lambdas.ties=middle", "lambdas.ties='middle'", "smallest or largest"),
+        ("+lambdas.nmu=3", "lambdas.nmu", "high, low, num, ties"),
+        ("+tracking.urii=x", "tracking.urii", "'uri'"),
+        ("tracking.probe_timeout=0", "tracking.probe_timeout=0", "positive number of seconds"),
+        ("tracking.probe_timeout=abc", "tracking.probe_timeout='abc'", "positive number"),
+        ("tracking.enabled=maybe", "tracking.enabled='maybe'", "true or false"),
+        ("tracking.heatmap_samples=-1", "tracking.heatmap_samples=-1", "integer >= 0"),
+        ("data.seed=abc", "data.seed", "integer"),
+        ("data.test_size=0", "data.test_size", "strictly between 0 and 1"),
+        ("data.val_size=abc", "data.val_size", "strictly between 0 and 1"),
+        ("data.timeout=-1", "data.timeout", "positive number of seconds"),
+        ("data.ordinal_split=-2", "data.ordinal_split", ">= 0"),
+        ("+data.colour=1", "data.colour", "valid:"),
+        ("model.max_iter=0", "model.max_iter=0", "integer >= 1"),
+        ("model.tol=-1", "model.tol=-1", "positive number"),
+        ("+model.lr=0.1", "model.lr", "max_iter"),
+        ("warm_start=abc", "warm_start='abc'", "true or false"),
+        ("progress=3", "progress=3", "true or false"),
+        ("n_jobs=0", "n_jobs=0", "non-zero integer"),
+        ("+colour=red", "colour", "lambdas"),
+        ("+task.metric=f1", "task.metric", "metrics"),
+        ("+set.parms={}", "set.parms", "name, params"),
+    ],
+)
+def test_settings_errors_name_the_key_the_value_and_what_is_valid(
+    override: str, key: str, valid: str
+) -> None:
+    cfg = compose([override])
+    with pytest.raises(ConfigError) as info:
+        check_run_config(cfg)
+    text = str(info.value)
+    assert key in text and valid in text, text
+    assert "\n" not in text
+
+
+def test_every_config_of_the_project_is_valid() -> None:
+    """The defaults, each model and every run of the DVC experiment lists pass (the check
+    must not reject what the project itself runs)."""
+    import yaml
+
+    from pipeline.experiments import compose_runs
+    from pipeline.params import compose_params
+
+    for overrides in ([], ["model=poly"], ["model=median", "task=ordinal"], ["task=multilabel"]):
+        check_run_config(compose(overrides))
+    params = yaml.safe_load(compose_params(["experiments=paper"]))
+    for key in list(params["experiments"])[::4]:  # a sample: composing every run takes 30 s
+        for cfg in compose_runs(params, key).values():
+            check_run_config(cfg)
+
+
+def _train_fails(args: list[str], cwd: Path) -> str:
+    done = train(args, cwd)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    return one_error_line(out)
+
+
+def test_seed_abc_is_one_line(tmp_path: Path) -> None:
+    """Item 8: ``pipeline.train seed=abc`` was a ValueError traceback."""
+    line = _train_fails(["seed=abc"], tmp_path)
+    assert "seed='abc'" in line and "integer >= 0" in line
+    assert list(tmp_path.iterdir()) == []  # nothing written, no run started
+
+
+def test_unknown_lambda_key_is_rejected(tmp_path: Path) -> None:
+    """Item 10: ``+lambdas.nmu=3`` ran the 10-lambda grid silently."""
+    line = _train_fails(["+lambdas.nmu=3"], tmp_path)
+    assert "lambdas.nmu" in line and "high, low, num, ties" in line
+
+
+def test_debug_switch_shows_the_traceback(tmp_path: Path) -> None:
+    done = train(["seed=abc"], tmp_path, PROJLOSS_DEBUG="1")
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "ConfigError" in done.stderr
+
+
+def test_stage_errors_are_one_line(tmp_path: Path) -> None:
+    """``python -m pipeline.stage`` ends through the same place: one line, exit 1."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.stage", "tune", "nope", "--params", "no.yaml"],
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "python -m pipeline.params" in one_error_line(done.stdout + done.stderr)
+
+
+# --------------------------------------------------------------------------- sweeps (4)
+@pytest.mark.slow
+def test_sweep_skips_an_invalid_job_and_runs_the_valid_ones(iris, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [
+        "--multirun",
+        "set=reals,cube",
+        "geometry=euclidean,kl",
+        "decoder=birkhoff",
+        "dataset=iris",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"tracking.uri={uri}",
+        *FAST,
+        *data_overrides(iris),
+    ]
+    done = train(args, tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "Traceback" not in out
+    errors_ = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors_) == 2, out  # the job's line, the summary
+    assert errors_[0].startswith("error: job 2 (set=reals geometry=kl")
+    assert "valid geometries for it are ('euclidean',)" in errors_[0]
+    assert errors_[1].startswith("error: 1 of 4 jobs failed: job 2 (set=reals geometry=kl")
+    all_runs = runs(uri)
+    done_jobs = sorted((r.data.tags["set"], r.data.tags["geometry"]) for r in parents(all_runs))
+    assert done_jobs == [("cube", "euclidean"), ("cube", "kl"), ("reals", "euclidean")]
+    assert all(r.info.status == "FINISHED" for r in all_runs)
+    assert_no_misleading_runs(all_runs)
+
+
+def test_sweep_with_an_unusable_store_fails_before_any_job(iris, tmp_path: Path) -> None:
+    from ._run_fixtures import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    args = ["--multirun", "dataset=iris,wine", f"tracking.uri={uri}", "tracking.probe_timeout=2"]
+    line = _train_fails([*args, *data_overrides(iris)], tmp_path)
+    assert f"{uri} is unreachable" in line
+
+
+# --------------------------------------------------------------------------- signals (5)
+def _children_logged(db: Path) -> int:
+    """Child runs in a SQLite store, read with sqlite3 (an MLflow client would create the
+    schema of a fresh store while the run creates it too: MLflow's own race)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            query = "select count(*) from tags where key = 'mlflow.parentRunId'"
+            return conn.execute(query).fetchone()[0]
+    except sqlite3.OperationalError:  # no tables yet
+        return 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_tune_marks_the_runs_killed(iris, tmp_path: Path, sig, status) -> None:
+    """Item 5: SIGTERM (``timeout``, a scheduler) left the run RUNNING."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [f"tracking.uri={uri}", "progress=false", *FAST, "lambdas.num=400"]
+    proc = spawn_train([*args, *data_overrides(iris)], tmp_path)
+    try:
+        wait_for(lambda: _children_logged(tmp_path / "mlflow.db"), 120, "the first child run")
+        os.kill(proc.pid, sig)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = stdout + stderr
+    assert proc.returncode == status, out
+    assert signal.Signals(sig).name in one_error_line(out)
+    all_runs = runs(uri)
+    (parent,) = parents(all_runs)
+    assert parent.info.status == "KILLED", out
+    children = [r for r in all_runs if r.data.tags.get("mlflow.parentRunId")]
+    assert 1 <= len(children) < 400, out
+    assert {r.info.status for r in children} == {"KILLED"}, out
+    assert_no_misleading_runs(all_runs)
+
+
+def _stage_project(root: Path, iris) -> Path:
+    """A project root for ``pipeline.stage`` (PROJLOSS_ROOT): conf/, params.yaml with
+    the smoke experiments, iris prepared in data/."""
+    import shutil
+
+    import yaml
+
+    from pipeline.params import compose_params
+
+    (root / "conf").symlink_to(ROOT / "conf")
+    shutil.copytree(iris.raw_dir, root / "data" / "raw")
+    shutil.copytree(iris.prepared_dir, root / "data" / "prepared")
+    params = yaml.safe_load(compose_params(["experiments=smoke"]))
+    params["data"]["mirror"] = str(iris.mirror)
+    params["lambdas"]["num"] = 2000  # a long tune: the parent dies during it
+    params["n_jobs"] = 1
+    params["progress"] = False
+    params["tracking"]["uri"] = f"sqlite:///{root / 'mlflow.db'}"
+    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    return root
+
+
+#: a stand-in for dvc: starts the stage, prints its PID, waits for it
+FAKE_DVC = """
+import subprocess, sys
+proc = subprocess.Popen([sys.executable, "-m", "pipeline.stage", "tune", "smoke-cube"])
+print(proc.pid, flush=True)
+proc.wait()
+"""
+
+
+@pytest.mark.slow
+def test_a_stage_dies_with_its_dvc_parent(iris, tmp_path: Path) -> None:
+    """Item 5: ``kill -9`` of the dvc process left the stage running alone."""
+    (tmp_path / "project").mkdir()
+    root = _stage_project(tmp_path / "project", iris)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FAKE_DVC],
+        cwd=root,
+        env=env(PROJLOSS_ROOT=str(root)),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    stage_pid = None
+    try:
+        stage_pid = int(parent.stdout.readline())
+        # the stage's log (inherited stdout): wait until it is busy tuning
+        for line in parent.stdout:
+            if "runs, n_jobs=1" in line:
+                break
+        assert not process_gone(stage_pid), "the stage ended before its parent was killed"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        wait_for(lambda: process_gone(stage_pid), 60, "the orphaned stage to exit")
+    finally:
+        for pid in (parent.pid, stage_pid):
+            if pid is not None and not process_gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        parent.stdout.close()
+    assert not (root / "data" / "tuning" / "smoke-cube.json").exists()  # nothing half-written
+
+
+def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> None:
+    """A signal during a write to the store is raised when the write is done (an
+    exception inside a database transaction would leave the store unusable)."""
+    from pipeline import lifecycle
+
+    monkeypatch.setattr(lifecycle, "_INSTALLED", False)
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    steps = []
+    try:
+        lifecycle.install_signal_handlers()
+        with pytest.raises(Terminated):
+            with lifecycle.critical():
+                os.kill(os.getpid(), signal.SIGTERM)
+                steps.append("write done")  # not interrupted
+        assert steps == ["write done"]
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # outside: raised at once
+            steps.append("never")
+        assert steps == ["write done"]
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
