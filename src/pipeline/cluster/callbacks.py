@@ -9,6 +9,7 @@ has returned, so a run of this sweep's ``group`` still RUNNING has no process le
 
 from __future__ import annotations
 
+import atexit
 import logging
 from typing import Any
 
@@ -44,9 +45,26 @@ def close_orphan_runs(uri: str, group: str, prefix: str = "projloss") -> list[st
 
 class CloseOrphanRuns(Callback):
     """At the end of a ``--multirun`` sweep, close the runs its lost workers left RUNNING
-    (never fails the sweep: a store it cannot reach is a warning)."""
+    (never fails the sweep: a store it cannot reach is a warning). A launcher that raises
+    (a job failed for good) skips ``on_multirun_end``: the same check then runs when the
+    sweep's process exits (:mod:`atexit`)."""
+
+    def __init__(self) -> None:
+        self._config: DictConfig | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._config = config
+        atexit.register(self.close)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._config = config
+        self.close()
+
+    def close(self) -> None:
+        """Close this sweep's orphan runs (once)."""
+        config, self._config = self._config, None
+        if config is None:
+            return
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if not tracking.get("enabled", True):
             return

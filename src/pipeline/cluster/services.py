@@ -280,9 +280,7 @@ class RayHead:
     process: Process
     temp_dir: Path
 
-    def worker_pids(self) -> list[int]:
-        """PIDs of this head's Ray workers running a task (``ray::<task>`` descendants of
-        the head process; idle workers and agents excluded)."""
+    def _processes(self) -> tuple[dict[int, int], dict[int, str]]:
         out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True)
         parent: dict[int, int] = {}
         title: dict[int, str] = {}
@@ -290,20 +288,31 @@ class RayHead:
             fields = line.split(None, 2)
             if len(fields) == 3:
                 parent[int(fields[0])], title[int(fields[0])] = int(fields[1]), fields[2]
+        return parent, title
 
-        def under_head(pid: int) -> bool:
-            while pid > 1:
-                if pid == self.process.pid:
-                    return True
-                pid = parent.get(pid, 0)
-            return False
+    def _under_head(self, pid: int, parent: dict[int, int]) -> bool:
+        seen = 0
+        while pid > 1 and seen < 64:
+            if pid == self.process.pid:
+                return True
+            pid, seen = parent.get(pid, 0), seen + 1
+        return False
 
+    def is_worker(self, pid: int) -> bool:
+        """Whether ``pid`` is a process of this head node (a Ray worker, its raylet)."""
+        return self._under_head(pid, self._processes()[0])
+
+    def worker_pids(self) -> list[int]:
+        """PIDs of this head's Ray workers running a task (``ray::<task>`` descendants of
+        the head process; idle workers and agents excluded)."""
+        parent, title = self._processes()
         idle = ("ray::IDLE", "ray::Dash", "ray::Run")
         return [
             pid
             for pid, args in title.items()
-            if args.startswith("ray::") and not args.startswith(idle) and under_head(pid)
-        ]
+            if args.startswith("ray::") and not args.startswith(idle)
+            and self._under_head(pid, parent)
+        ]  # fmt: skip
 
 
 @contextlib.contextmanager
