@@ -1,11 +1,13 @@
 """Fixtures of the cluster tests: real services on 127.0.0.1, stopped by PID.
 
 - ``tracking_server``: a throwaway PostgreSQL cluster and an MLflow server on it, artifacts
-  served from a temporary directory (one per module).
-- ``ray_cluster``: a Ray head node with 2 CPUs and a 100 MB object store (one per module).
+  served from a temporary directory.
+- ``ray_cluster``: a Ray head node with 2 CPUs and a 100 MB object store.
 - ``iris_data``: iris fetched from the mirror and prepared in a temporary directory.
 
-A missing binary (PostgreSQL's initdb/pg_ctl, a launcher plugin) skips with the reason.
+One of each per test session (per xdist worker: the cluster tests share one worker, their
+``xdist_group``, with ``--dist loadgroup``). A missing binary (PostgreSQL's initdb/pg_ctl,
+a launcher plugin) skips with the reason.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pipeline.paths import project_root
 ROOT = project_root()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def iris_data(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Data overrides of a prepared iris (fetched from the mirror)."""
     from pipeline.stages import fetch, preprocess
@@ -45,7 +47,7 @@ def iris_data(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [f"data.{k}={v}" for k, v in data.items()]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[services.MlflowServer]:
     if services.pg_bindir() is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
@@ -56,7 +58,7 @@ def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servic
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[services.RayHead]:
     pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[cluster]')")
     pytest.importorskip(

@@ -17,7 +17,7 @@ from pipeline.cluster import services
 
 from .conftest import finish, start_sweep, sweep_runs, wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 #: the tiny grid of every sweep: label ranking on iris, two lambda values
 TINY = ["task=label_ranking", "dataset=iris", "lambdas.num=2", "tracking.heatmap_samples=1"]
@@ -54,18 +54,6 @@ def check_complete(url: str, group: str, n_jobs: int, *, models: bool = True) ->
             )
             assert logged, f"no model logged by {p.info.run_name}"
     return parents
-
-
-def test_ray_sweep_on_the_tracking_server(ray_cluster, tracking_server, iris_data, tmp_path):
-    """4 jobs as Ray tasks on the head node, each logging to the PostgreSQL-backed server
-    with served artifacts (models, figures)."""
-    sweep = tmp_path / "sweep"
-    args = sweep_args(tracking_server.url, sweep, iris_data, ["hydra/launcher=ray_cluster", *FOUR])
-    proc = start_sweep(args, tmp_path, {"RAY_ADDRESS": ray_cluster.address})
-    code, out = finish(proc, timeout=240)
-    assert code == 0, out[-3000:]
-    assert "sweep: 4 job(s)" in out and "Ray Launcher is launching 4 jobs" in out
-    check_complete(tracking_server.url, str(sweep), 4)
 
 
 def test_submitit_local_sweep_on_the_tracking_server(tracking_server, iris_data, tmp_path):
@@ -105,10 +93,11 @@ def test_eight_jobs_at_once_on_the_server(ray_cluster, tracking_server, iris_dat
     assert len(sweep_runs(tracking_server.url, str(sweep))[1]) == 16
 
 
-def test_a_ray_worker_killed_mid_sweep(ray_cluster, tracking_server, iris_data, tmp_path):
-    """SIGKILL of a Ray worker running a job: Ray runs the job again (max_retries), the
-    other jobs complete, and the run the dead worker left RUNNING is closed (FAILED) at
-    the end of the sweep: no run stays RUNNING."""
+def test_ray_sweep_with_a_worker_killed(ray_cluster, tracking_server, iris_data, tmp_path):
+    """4 jobs as Ray tasks on the head node, each logging to the PostgreSQL-backed server
+    with served artifacts (models, figures); SIGKILL of the Ray workers running jobs: Ray
+    runs those jobs again (max_retries), every job completes, and the runs the dead
+    workers left RUNNING are closed (FAILED) at the end of the sweep."""
     from pipeline.cluster.callbacks import CLOSED_TAG
 
     sweep = tmp_path / "sweep"
@@ -130,6 +119,7 @@ def test_a_ray_worker_killed_mid_sweep(ray_cluster, tracking_server, iris_data, 
     finally:
         code, out = finish(proc, timeout=240)
     assert code == 0, out[-3000:]
+    assert "sweep: 4 job(s)" in out and "Ray Launcher is launching 4 jobs" in out
     parents = check_complete(tracking_server.url, str(sweep), 4)
     orphans = [p for p in parents if p.info.status != "FINISHED"]
     assert orphans, "no run was interrupted by the kill"

@@ -17,7 +17,7 @@ from mirror import require_mirror
 from pipeline.params import compose_params
 from pipeline.paths import project_root
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 ROOT = project_root()
 COPY = ["pyproject.toml", "dvc.yaml", ".dvcignore", ".dvc/config", ".dvc/.gitignore", ".gitignore",

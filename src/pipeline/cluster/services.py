@@ -325,6 +325,8 @@ def ray_head(num_cpus: int = 2, timeout: float = 90.0) -> Iterator[RayHead]:
         "--ray-client-server-port", str(free_port()),
         "--dashboard-agent-listen-port", str(free_port()),
         "--temp-dir", str(temp),
+        # worker ports from the OS: two heads on one machine (parallel tests) never clash
+        "--min-worker-port", "0", "--max-worker-port", "0",
     )  # fmt: skip
     cmd = ray_head_command(port, num_cpus, extra=extra)
     cmd[0] = _exe("ray")
