@@ -28,6 +28,7 @@ SECTION_MODULES = (
     "benchmarks.fits",
     "benchmarks.table1",
     "benchmarks.repro",
+    "benchmarks.launchers",
 )
 
 

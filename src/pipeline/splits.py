@@ -91,12 +91,16 @@ def evaluate_task(
 
 def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> list[Any]:
     """``fn(*task)`` for every task, in order; with joblib processes when ``n_jobs != 1``
-    (-1: every core). Each worker fits with one BLAS thread (the solver's own limit)."""
+    (-1: every core; on a Ray cluster, see :mod:`pipeline.cluster.joblib_backend`). Each
+    worker fits with one BLAS thread (the solver's own limit)."""
     if n_jobs == 1 or len(tasks) < 2:
         return [fn(*t) for t in tasks]
     from joblib import Parallel, delayed
 
-    return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))
+    from .cluster.joblib_backend import backend
+
+    with backend():  # a Ray cluster when $PROJLOSS_RAY_ADDRESS is set, else local processes
+        return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))
 
 
 def sweep(

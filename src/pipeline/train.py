@@ -33,6 +33,7 @@ import hydra
 from omegaconf import DictConfig
 
 from ._hydra import config_path, run_or_exit
+from .argv import normalize_sys_argv
 from .composition import validate
 from .settings import check_run_config, to_plain
 
@@ -92,4 +93,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    normalize_sys_argv()  # Hydra flags may follow the overrides
     main()

@@ -1,0 +1,14 @@
+"""Scaling out on existing distributed engines (never a home-made pool).
+
+- :mod:`.services`: the commands that start a throwaway PostgreSQL cluster, an MLflow
+  tracking server on it and a Ray head node (the README's "Scaling out" commands), and
+  context managers that run them on 127.0.0.1 and stop them by PID (tests, benchmarks).
+- :mod:`.joblib_backend`: the DVC stages' joblib tasks on a Ray cluster when
+  ``PROJLOSS_RAY_ADDRESS`` is set (``dvc repro`` scales out; the default stays local).
+- :mod:`.callbacks`: a Hydra callback that closes the MLflow runs a lost worker left
+  RUNNING at the end of a sweep.
+
+Sweeps themselves run through Hydra launcher plugins: ``hydra/launcher=ray_cluster``
+(hydra-ray-launcher, ``conf/hydra/launcher/ray_cluster.yaml``), ``submitit_slurm`` /
+``submitit_local`` (hydra-submitit-launcher) and ``joblib``.
+"""

@@ -1,0 +1,84 @@
+"""Hydra callback: close the MLflow runs that lost workers left RUNNING.
+
+A job whose process is killed (SIGKILL, a lost node, the OOM killer) cannot end its MLflow
+run; the launcher reports the job failed or runs it again (Ray's ``max_retries``), and
+the dead attempt's parent run would stay RUNNING forever. When the sweep ends, every job
+has returned, so a run of this sweep's ``group`` still RUNNING has no process left:
+:class:`CloseOrphanRuns` marks it FAILED with the tag ``projloss.closed_by``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("pipeline.sweep")
+
+#: the tag a closed orphan run gets (why it was closed)
+CLOSED_TAG = "projloss.closed_by"
+
+
+def close_orphan_runs(uri: str, group: str, prefix: str = "projloss") -> list[str]:
+    """Mark FAILED every RUNNING run tagged ``group=<group>`` in the ``<prefix>/*``
+    experiments of the store ``uri``; return their ids."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp_ids = [
+        e.experiment_id for e in client.search_experiments() if e.name.startswith(f"{prefix}/")
+    ]
+    if not exp_ids:
+        return []
+    quoted = group.replace("\\", "\\\\").replace("'", "\\'")
+    runs = client.search_runs(
+        exp_ids, f"tags.group = '{quoted}' and attributes.status = 'RUNNING'", max_results=5000
+    )
+    for run in runs:
+        client.set_tag(run.info.run_id, CLOSED_TAG, "end of sweep: its worker was lost")
+        client.set_terminated(run.info.run_id, status="FAILED")
+    return [r.info.run_id for r in runs]
+
+
+class CloseOrphanRuns(Callback):
+    """At the end of a ``--multirun`` sweep, close the runs its lost workers left RUNNING
+    (never fails the sweep: a store it cannot reach is a warning). A launcher that raises
+    (a job failed for good) skips ``on_multirun_end``: the same check then runs when the
+    sweep's process exits (:mod:`atexit`)."""
+
+    def __init__(self) -> None:
+        self._config: DictConfig | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._config = config
+        atexit.register(self.close)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._config = config
+        self.close()
+
+    def close(self) -> None:
+        """Close this sweep's orphan runs (once)."""
+        config, self._config = self._config, None
+        if config is None:
+            return
+        tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
+        if not tracking.get("enabled", True):
+            return
+        from pipeline.tracking import connection_uri, resolve_uri
+
+        group = tracking.get("group") or str(config.hydra.sweep.dir)
+        uri = connection_uri(resolve_uri(tracking.get("uri")))
+        try:
+            closed = close_orphan_runs(uri, group, tracking.get("experiment_prefix", "projloss"))
+        except Exception as exc:  # the sweep's results stand; say why nothing was closed
+            log.warning("could not look for runs left RUNNING in %s: %s", uri, exc)
+            return
+        if closed:
+            log.warning(
+                "closed %d run(s) left RUNNING by lost workers (FAILED, tag %s): %s",
+                len(closed), CLOSED_TAG, ", ".join(closed),
+            )  # fmt: skip

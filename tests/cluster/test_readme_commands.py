@@ -1,0 +1,41 @@
+"""The README's "Scaling out" commands are the ones the cluster tests run."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from pipeline.cluster import services
+from pipeline.paths import project_root
+
+from .test_cluster import FOUR, TINY
+
+SERVER = "http://127.0.0.1:5000"
+DB = "postgresql+psycopg2://postgres@127.0.0.1:5432/mlflow"
+
+
+def _commands() -> list[list[str]]:
+    text = (project_root() / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Scaling out", 1)[1].split("\n## ", 1)[0]
+    lines: list[list[str]] = []
+    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line and not line.startswith("#"):
+                lines.append(shlex.split(line))
+    return lines
+
+
+def test_readme_runs_the_tested_commands() -> None:
+    readme = _commands()
+    sweep = ["python", "-m", "pipeline.train", *TINY, "--multirun"]
+    expected = [
+        *services.postgres_commands("$D/data", 5432, "$D", "$D/log"),
+        services.mlflow_server_command(5000, DB, "$D/artifacts"),
+        services.ray_head_command(6379),
+        [*sweep, "hydra/launcher=ray_cluster", *FOUR, f"tracking.uri={SERVER}"],
+        [*sweep, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5", *FOUR,
+         f"tracking.uri={SERVER}"],
+    ]  # fmt: skip
+    for cmd in expected:
+        assert cmd in readme, f"not in the README's Scaling out section: {shlex.join(cmd)}"
