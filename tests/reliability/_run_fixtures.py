@@ -98,8 +98,17 @@ def train(
     )
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT to its default. A process started in the
+    background by a non-interactive shell (``cmd &``, some CI runners, xdist workers)
+    inherits SIGINT ignored, and Python then keeps it ignored (nohup semantics, which
+    the pipeline respects): the tests of Ctrl-C need a process that can receive it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn_train(args: Sequence[str], cwd: Path, **extra_env: str) -> subprocess.Popen[str]:
-    """``python -m pipeline.train *args`` started in the background (own session)."""
+    """``python -m pipeline.train *args`` started in the background (own session, SIGINT
+    not ignored)."""
     return subprocess.Popen(
         [sys.executable, "-m", "pipeline.train", *args],
         cwd=cwd,
@@ -108,6 +117,7 @@ def spawn_train(args: Sequence[str], cwd: Path, **extra_env: str) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_default_sigint,
     )
 
 

@@ -367,6 +367,8 @@ def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> No
     old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     steps = []
     try:
+        # as in an interactive shell: SIGINT not inherited ignored (see _default_sigint)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         lifecycle.install_signal_handlers()
         with pytest.raises(Terminated):
             with lifecycle.critical():
