@@ -179,7 +179,7 @@ def compare(names: list[str], datasets: list[str] | None, solvers: list[str]) ->
     if len(solvers) == 2:
         head += [
             "max rel. objective diff.",
-            f"max ({solvers[0]} - {solvers[1]}) / |obj|",
+            f"max ({solvers[0]} - {solvers[1]}) / abs(obj)",
             "test predictions equal",
         ]
     load_avg = os.getloadavg()
