@@ -187,6 +187,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
         self.objective_ = res.objective
+        self.converged_ = res.converged
         return self
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:

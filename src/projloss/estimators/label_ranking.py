@@ -108,6 +108,11 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     intercept_ : ndarray of shape (p,)
     n_labels_ : int
     n_iter_ : int
+    converged_ : bool
+        Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
+        ``ConvergenceWarning`` was emitted).
+    objective_ : float
+        The regularized objective at the solution.
     projection_set_, decoding_set_, target_loss_, composition_ : the resolved composition.
     event_shape_ : tuple
         ``(k, k)`` or ``(k,)``.

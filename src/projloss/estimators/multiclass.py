@@ -47,6 +47,11 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
     coef_ : ndarray of shape (k, n_model_features)
     intercept_ : ndarray of shape (k,)
     n_iter_ : int
+    converged_ : bool
+        Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
+        ``ConvergenceWarning`` was emitted).
+    objective_ : float
+        The regularized objective at the solution.
 
     ``score`` is the accuracy (scikit-learn's default for classifiers).
 

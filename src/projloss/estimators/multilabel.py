@@ -99,6 +99,11 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
     coef_ : ndarray of shape (k, n_model_features)
     intercept_ : ndarray of shape (k,)
     n_iter_ : int
+    converged_ : bool
+        Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
+        ``ConvergenceWarning`` was emitted).
+    objective_ : float
+        The regularized objective at the solution.
 
     Examples
     --------

@@ -88,6 +88,11 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
     coef_ : ndarray of shape (k - 1, n_model_features)
     intercept_ : ndarray of shape (k - 1,)
     n_iter_ : int
+    converged_ : bool
+        Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
+        ``ConvergenceWarning`` was emitted).
+    objective_ : float
+        The regularized objective at the solution.
 
     Examples
     --------

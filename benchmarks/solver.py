@@ -1,0 +1,214 @@
+"""Solver convergence on the paper's lambda grids: L-BFGS vs the truncated Newton method.
+
+``python -m benchmarks.solver`` fits, for each paper family (label ranking: every set of
+Tables 1-2 linear, the permutahedron linear and with the polynomial kernels of Table 3;
+ordinal, Table 4; multilabel, Tables 6-7), the whole lambda grid on the real prepared
+training data (``pipeline.data.load_prepared``, prepared from the mirror if missing),
+warm-started from the largest lambda as the tune stage does, with each solver of
+``projloss.estimators._solver.fit_projection_model`` (``--solvers lbfgs,newton``). Per
+fit it records the iterations, the seconds, whether the solver met its tolerance, the
+objective and the test predictions; per family it prints the iterations and seconds
+summed over the grid, the fits that did not converge, the largest objective difference
+between the solvers (relative) and the fraction of test predictions on which they agree.
+
+The estimators are built by the pipeline's ``make_estimator`` from ``conf/`` (same
+lambda grid, ``max_iter``, ``tol``, penalized intercept, warm start); only the solver is
+switched. The output is Markdown (``--output FILE`` to write it), meant to be pasted into
+``benchmarks/RESULTS.md``; on a loaded machine the seconds are noisy, their ratios less.
+
+Examples: ``PYTHONPATH=src:. python -m benchmarks.solver --families t3``;
+``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .compose import load
+from .report import table
+
+LR = ("task=label_ranking", "geometry=euclidean", "task.target_loss=hamming_ranking")
+T3 = ("set=permutahedron", "decoder=permutahedron", "task.target_loss=null")
+
+#: family name -> (paper table, overrides without the dataset, default datasets)
+FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "t1-cube": ("Table 1", (*LR, "set=cube", "decoder=cube"), ("vehicle",)),
+    "t1-row_simplex": ("Table 1", (*LR, "set=row_simplex", "decoder=row_simplex"), ("vehicle",)),
+    "t1-reals-birkhoff": ("Table 1", (*LR, "set=reals", "decoder=birkhoff"), ("vehicle",)),
+    "t1-birkhoff": ("Table 1", (*LR, "set=birkhoff", "decoder=birkhoff"), ("vehicle",)),
+    "t2-row_simplex-kl": (
+        "Table 2",
+        (*LR, "geometry=kl", "set=row_simplex", "decoder=row_simplex"),
+        ("vehicle",),
+    ),
+    "t3-linear": ("Table 3", (*LR, *T3, "model=linear"), ("vehicle", "glass", "iris")),
+    "t3-poly2": (
+        "Table 3",
+        (*LR, *T3, "model=poly", "model.degree=2"),
+        ("vehicle", "glass", "iris"),
+    ),
+    "t3-poly3": (
+        "Table 3",
+        (*LR, *T3, "model=poly", "model.degree=3"),
+        ("vehicle", "glass", "iris"),
+    ),
+    "t4-order_simplex": (
+        "Table 4",
+        ("task=ordinal", "set=order_simplex", "decoder=order_simplex"),
+        ("ERA",),
+    ),
+    "t4-unit_cube": (
+        "Table 4",
+        ("task=ordinal", "set=unit_cube", "decoder=order_simplex"),
+        ("ERA",),
+    ),
+    "t6-unit_cube": (
+        "Tables 6-7",
+        ("task=multilabel", "set=unit_cube", "decoder=unit_cube"),
+        ("yeast",),
+    ),
+    "t6-knapsack": (
+        "Tables 6-7",
+        ("task=multilabel", "set=knapsack", "decoder=knapsack"),
+        ("yeast",),
+    ),
+}
+
+
+@contextlib.contextmanager
+def use_solver(name: str) -> Iterator[None]:
+    """Make the estimators fit with ``fit_projection_model(..., solver=name)``."""
+    import projloss.estimators._base as base
+    from projloss.estimators._solver import fit_projection_model
+
+    original = base.fit_projection_model
+    base.fit_projection_model = functools.partial(fit_projection_model, solver=name)
+    try:
+        yield
+    finally:
+        base.fit_projection_model = original
+
+
+def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
+    """Fit the configured lambda grid, largest lambda first, warm-started as configured."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from pipeline.composition import lambda_grid, make_estimator
+
+    run = load(overrides)
+    X, y = run.data.train
+    X_test = run.data.test[0]
+    warm = bool(run.cfg.get("warm_start", True))
+    grid = sorted((float(v) for v in lambda_grid(run.cfg)), reverse=True)
+    est = make_estimator(run.comp, alpha=grid[0], warm_start=warm)
+    fits = []
+    with use_solver(solver):
+        for lam in grid:
+            est.set_params(alpha=lam)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                start = time.perf_counter()
+                est.fit(X, y)
+                seconds = time.perf_counter() - start
+            fits.append(
+                {
+                    "lambda": lam,
+                    "n_iter": int(est.n_iter_),
+                    "seconds": seconds,
+                    "converged": bool(est.converged_),
+                    "objective": float(est.objective_),
+                    "predictions": np.asarray(est.predict(X_test)),
+                }
+            )
+    return fits
+
+
+def compare(names: list[str], datasets: list[str] | None, solvers: list[str]) -> str:
+    """Run every (family, dataset, solver) and return the Markdown table."""
+    rows = []
+    for name in names:
+        paper, overrides, default = FAMILIES[name]
+        for ds in datasets or default:
+            result = {s: grid_fits((*overrides, f"dataset={ds}"), s) for s in solvers}
+            row = [paper, name, ds]
+            for s in solvers:
+                fits = result[s]
+                bad = [f"{f['lambda']:.0e}" for f in fits if not f["converged"]]
+                row += [
+                    str(sum(f["n_iter"] for f in fits)),
+                    f"{sum(f['seconds'] for f in fits):.2f}",
+                    f"{len(bad)}" + (f" ({', '.join(bad)})" if bad else ""),
+                ]
+                print(f"{name} {ds} {s}: " + ", ".join(row[-3:]), flush=True)
+            if len(solvers) == 2:
+                a, b = (result[s] for s in solvers)
+                rel = max(
+                    abs(fa["objective"] - fb["objective"]) / max(abs(fb["objective"]), 1e-300)
+                    for fa, fb in zip(a, b, strict=True)
+                )
+                obj_ab = max(
+                    (fa["objective"] - fb["objective"]) / max(abs(fb["objective"]), 1e-300)
+                    for fa, fb in zip(a, b, strict=True)
+                )
+                agree = np.mean(
+                    [
+                        np.mean(
+                            np.all(
+                                fa["predictions"].reshape(len(fa["predictions"]), -1)
+                                == fb["predictions"].reshape(len(fb["predictions"]), -1),
+                                axis=1,
+                            )
+                        )
+                        for fa, fb in zip(a, b, strict=True)
+                    ]
+                )
+                row += [f"{rel:.1e}", f"{obj_ab:+.1e}", f"{agree:.3f}"]
+            rows.append(row)
+    head = ["table", "family", "dataset"]
+    for s in solvers:
+        head += [f"{s}: its", f"{s}: s", f"{s}: not converged (lambda)"]
+    if len(solvers) == 2:
+        head += [
+            "max rel. objective diff.",
+            f"max ({solvers[0]} - {solvers[1]}) / abs(obj)",
+            "test predictions equal",
+        ]
+    load_avg = os.getloadavg()
+    return (
+        table(head, rows, "lll" + "r" * (len(head) - 3))
+        + f"\n\nLoad average at the end: {load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f}"
+        f" ({os.cpu_count()} CPUs)."
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma list, or prefixes")
+    ap.add_argument("--datasets", default=None, help="comma list (default: per family)")
+    ap.add_argument("--solvers", default="lbfgs,newton")
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+    wanted = args.families.split(",")
+    names = [n for n in FAMILIES if any(n == w or n.startswith(w) for w in wanted)]
+    md = compare(
+        names,
+        args.datasets.split(",") if args.datasets else None,
+        args.solvers.split(","),
+    )
+    print(md)
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(md + "\n")
+
+
+if __name__ == "__main__":
+    main()
