@@ -201,6 +201,25 @@ def test_each_list_has_its_report_directory() -> None:
     assert committed["report"] == {"dir": "reports"}
 
 
+def test_the_small_list_runs_the_papers_compositions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run of the small list's t1-iris is the paper list's lr run on iris (same
+    task, target loss, set, geometry, decoder and model): its cube/cube is the paper's
+    27.78 column, not the entrywise-Hamming variant (17.04)."""
+    from pipeline.experiments import compose_runs
+
+    monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)
+    small = yaml.safe_load(compose_params(["experiments=default"]))
+    paper = yaml.safe_load(compose_params([]))
+    paper["experiments"]["lr"]["datasets"] = ["iris"]
+    ours = compose_runs(small, "t1-iris")
+    theirs = compose_runs(paper, "lr")
+    nodes = ("task", "set", "geometry", "decoder", "model", "dataset")
+    for rid, cfg in ours.items():
+        ref = theirs[f"iris/t1-{rid}"]
+        assert {n: cfg[n] for n in nodes} == {n: ref[n] for n in nodes}, rid
+    assert ours["cube-cube"]["task"]["target_loss"] == "hamming_ranking"
+
+
 def _stale(status: dict, outs: list[str]) -> dict[str, list[str]]:
     """Per stage, what ``dvc status`` says changed in its code, config or params (a data
     dependency produced by another stage is not committed to git: ignored)."""
