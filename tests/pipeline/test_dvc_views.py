@@ -220,9 +220,13 @@ def test_the_small_list_runs_the_papers_compositions(monkeypatch: pytest.MonkeyP
     assert ours["cube-cube"]["task"]["target_loss"] == "hamming_ranking"
 
 
-def _stale(status: dict, outs: list[str]) -> dict[str, list[str]]:
+def _stale(
+    status: dict, outs: list[str], committed: frozenset[str] = frozenset()
+) -> dict[str, list[str]]:
     """Per stage, what ``dvc status`` says changed in its code, config or params (a data
-    dependency produced by another stage is not committed to git: ignored)."""
+    dependency produced by another stage is not committed to git: ignored), and which of
+    its outputs committed to git (``committed``: files or directories) differ from the
+    lock (edited by hand, or written by other code or params)."""
 
     def is_data(path: str) -> bool:  # an output, inside one, or a directory of outputs
         return any(
@@ -244,6 +248,9 @@ def _stale(status: dict, outs: list[str]) -> dict[str, list[str]]:
                 stale.setdefault(stage, []).extend(f"{file}:{p} {w}" for p, w in params.items())
             if "changed command" in change:
                 stale.setdefault(stage, []).append("command changed")
+            for path, what in (change.get("changed outs") or {}).items():
+                if path in committed:
+                    stale.setdefault(stage, []).append(f"{path} (committed output) {what}")
     return stale
 
 
@@ -252,15 +259,19 @@ def test_stale_filter_ignores_missing_data_only() -> None:
         "preprocess": [
             {"changed deps": {"data/raw": "deleted", "src/pipeline/stats.py": "modified"}},
             {"changed deps": {"params.yaml": {"data.seed": "modified"}}},
-            {"changed outs": {"data/prepared": "deleted"}},
+            {"changed outs": {"data/prepared": "deleted", "reports/stats.md": "modified"}},
         ],
         "tune@lr": [{"changed deps": {"data/prepared/iris": "deleted"}}],
         "report": [{"changed deps": {"data/eval": "modified", "models": "deleted"}}],
         "evaluate@lr": [{"changed params": {"params.yaml": {"report.dir": "new"}}}],
     }
     outs = ["data/raw", "data/prepared", "data/eval/lr", "models/lr"]
-    assert _stale(status, outs) == {
-        "preprocess": ["src/pipeline/stats.py modified", "params.yaml:data.seed modified"],
+    assert _stale(status, outs, frozenset({"reports/stats.md"})) == {
+        "preprocess": [
+            "src/pipeline/stats.py modified",
+            "params.yaml:data.seed modified",
+            "reports/stats.md (committed output) modified",
+        ],
         "evaluate@lr": ["params.yaml:report.dir new"],
     }
 
@@ -274,7 +285,14 @@ def stale_stages(root: Path) -> dict[str, list[str]]:
         outs = [str(out.fs_path) for out in repo.index.outs]
         outs = [os.path.relpath(p, root) if os.path.isabs(p) else p for p in outs]
         status = repo.status()
-    return _stale(status, outs)
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    # a committed output: a file tracked by git, or a directory holding some
+    committed = frozenset(
+        o for o in outs if o in files or any(f.startswith(o.rstrip("/") + "/") for f in files)
+    )
+    return _stale(status, outs, committed)
 
 
 def test_dvc_lock_is_fresh() -> None:
