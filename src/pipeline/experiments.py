@@ -223,6 +223,7 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
     for rid, plain in composed.items():
         overrides = _overrides_of(item, rid)
         plain.pop("experiments", None)
+        plain.pop("report", None)  # where the list's report goes: not part of a run
         for node, value in item["config"].items():
             plain[node] = copy.deepcopy(value)
         for g in GLOBAL_KEYS:

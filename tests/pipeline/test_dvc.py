@@ -20,14 +20,17 @@ import yaml
 from pipeline.params import compose_params
 
 from .conftest import ROOT
+from .test_dvc_views import stale_stages
 
 #: what a fresh clone holds that the pipeline needs (data, models, stores excluded)
 COPY = [
     "pyproject.toml",
+    ".gitignore",
     "dvc.yaml",
     ".dvcignore",
     ".dvc/config",
     ".dvc/.gitignore",
+    ".dvc/plots",
     "conf",
     "src",
     "reports",
@@ -132,18 +135,31 @@ def test_dvc_repro(repo: Path) -> None:
             filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
         )
         assert len(children) == 2  # lambdas.num=2
-    # the report stage builds the paper's tables from whatever experiments ran
-    assert (repo / "reports/README.md").is_file() and (repo / "reports/table1.csv").is_file()
+    # the report stage builds the paper's tables from whatever experiments ran, into the
+    # list's own directory (report.dir): the paper's committed reports/ is left alone
+    report = repo / "reports/smoke"
+    assert (report / "README.md").is_file() and (report / "table1.csv").is_file()
+    assert (report / "summary/table1.json").is_file()
+    assert (report / "plots/validation/smoke-birkhoff.csv").is_file()
+    assert (repo / "reports/table1.csv").read_bytes() == (ROOT / "reports/table1.csv").read_bytes()
 
     # 2. nothing changed: nothing runs
     second = _run([*dvc, "repro"], repo, env).stdout
     assert _ran(second) == set() and "Data and pipelines are up to date" in second
     shown = json.loads(_run([*dvc, "metrics", "show", "--json"], repo, env).stdout)
-    assert "metrics/smoke-cube.json" in json.dumps(shown)
+    assert "reports/smoke/summary/table1.json" in json.dumps(shown)
+    assert "metrics/smoke-cube.json" not in json.dumps(shown)  # a plain output now
+
+    # 2b. a fresh clone (no data, models or caches): dvc.lock matches the committed code
+    # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks)
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "results"], repo, env)
+    clone = repo.parent / "clone"
+    _run(["git", "clone", "-q", str(repo), str(clone)], repo.parent, env)
+    assert not (clone / "data/prepared").exists()
+    assert stale_stages(clone) == {}
 
     # 3. one experiment's params change: only its stages run again
-    _run(["git", "add", "-A"], repo, env)
-    _run(["git", "commit", "-qm", "repro"], repo, env)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["experiments"]["smoke-cube"]["runs"]["cube-cube"].append("lambdas.num=3")
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

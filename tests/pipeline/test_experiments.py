@@ -140,8 +140,9 @@ def test_multi_dataset_experiment(paper_params: dict) -> None:
             dataset, run = rid.split("/")
             overrides = [*item["overrides"], f"dataset={dataset}", *item["runs"][run]]
             direct = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
-            for key in ("experiments", "lambdas", "seed", "warm_start", "progress", "data"):
+            for key in ("experiments", "report", "lambdas", "seed", "warm_start", "progress"):
                 direct.pop(key, None)
+            direct.pop("data", None)
             ours = {k: v for k, v in runs[rid].items() if k in direct}
             assert ours == direct, rid
     comp = validate(runs["tae/ridge-round"])

@@ -22,7 +22,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..paths import project_root
 
     parser = argparse.ArgumentParser(prog="python -m pipeline.report", description=__doc__)
-    parser.add_argument("--out", type=Path, default=None, help="default: <root>/reports")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: params.yaml report.dir (reports)"
+    )
     parser.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     parser.add_argument("--no-figures", action="store_true", help="tables and README only")
     args = parser.parse_args(argv)
@@ -31,10 +33,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .build import build_report
 
     root = project_root()
-    out = args.out or root / "reports"
     start = time.perf_counter()
     try:
-        report = build_report(root, out, figures=not args.no_figures)
+        out, experiments = _destination(root, args.out)
+        report = build_report(root, out, figures=not args.no_figures, experiments=experiments)
         for f in report.findings:
             holds = {True: "holds", False: "DOES NOT HOLD", None: "not run"}[f["holds"]]
             log.info("%s: %s (%s)", f["claim"], holds, f["evidence"])
@@ -46,6 +48,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     except expected_errors() as exc:
         log.error("error: %s", exc)
         sys.exit(1)
+
+
+def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
+    """The report directory (``--out``, else params.yaml ``report.dir``: each experiment
+    list chooses its own, ``reports`` for the paper's) and the experiment keys of
+    params.yaml (None without a params.yaml)."""
+    from ..experiments import load_params, params_path
+    from ..paths import resolve
+
+    if not params_path().is_file():
+        return out or root / "reports", None
+    params = load_params()
+    experiments = list(params.get("experiments") or {}) or None
+    if out is None:
+        out = resolve((params.get("report") or {}).get("dir", "reports"), root)
+    return out, experiments
 
 
 def _log(files: list[Path], findings: list[dict]) -> None:

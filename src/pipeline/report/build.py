@@ -7,6 +7,8 @@ stage's outputs; see :mod:`pipeline.report.results`), fills every table of
 - ``<table>.md`` and ``<table>.csv`` for the paper's Tables 1, 2, 3, 4, 6, 7, Table 4 over
   the thirty ordinal splits (``table4_splits``) and the diagnostic tables;
 - ``figure3_soft_permutation.png`` (paper Figure 3) and one comparison plot per task;
+- the DVC views (:mod:`pipeline.report.views`): ``summary/<table>.json`` (``dvc metrics``),
+  ``plots/tables/<table>.csv`` and ``plots/validation/<experiment>.csv`` (``dvc plots``);
 - ``README.md``: the paper's findings checked on our tables, the protocol choices, the
   F1 averages and the birds comparison, every cell that differs by more than its noise
   with its explanation, and an index of the files.
@@ -47,8 +49,10 @@ def build_report(
     *,
     layout: Path | None = None,
     figures: bool = True,
+    experiments: list[str] | None = None,
 ) -> Report:
-    """Write the report of the results under ``root`` into ``out_dir``."""
+    """Write the report of the results under ``root`` into ``out_dir`` (validation curves
+    of ``experiments``: default every ``data/tuning/*.json``)."""
     import yaml
 
     out_dir = Path(out_dir)
@@ -83,6 +87,9 @@ def build_report(
     for key, table in built.items():
         files.append(_write(out_dir / f"{key}.md", to_markdown(table, markers) + _legend(table)))
         files.append(_write(out_dir / f"{key}.csv", to_csv(table)))
+    from .views import write_views
+
+    files += write_views(built, out_dir, root, experiments)
     figure_files: list[Path] = []
     if figures:
         from . import figures as fig_mod
