@@ -35,7 +35,7 @@ def load_resplit(cfg: Mapping[str, Any]) -> PreparedData:
     from .stages.fetch import verify_raw
 
     settings = data_settings(cfg.get("data"))
-    spec = get_spec(cfg["dataset"], settings.dataset_dirs)
+    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)  # as splits.load
     variant = Variant.of(spec, settings)
     verify_raw(spec, settings.raw_dir, list(spec.part_files(variant.split).values()))
     raw = load_raw(spec, settings.raw_dir, variant.split)
