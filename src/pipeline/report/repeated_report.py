@@ -436,7 +436,8 @@ def table_markdown(a: Analysis, png: str | None) -> str:
     spec, d = a.data.spec, a.data
     digits = 3 if spec.metric == "mae" else 2
     names = a.names
-    lines = [f"# {spec.title}: {len(d.splits)} splits", ""]
+    title = spec.title.replace(", split 0", "")  # Table 4: its thirty splits here
+    lines = [f"# {title}: {len(d.splits)} splits", ""]
     best = "lower" if spec.lower_is_better else "higher"
     lines += [
         f"Test {spec.metric} ({best} is better), mean ± std (ddof 1) over the splits "
