@@ -597,7 +597,7 @@ def readme(
             else "too few datasets"
         )
         lines.append(
-            f"- [{a.data.spec.title}]({key}.md) ({len(a.rows)} datasets, "
+            f"- [{a.data.spec.title.replace(', split 0', '')}]({key}.md) ({len(a.rows)} datasets, "
             f"{len(a.data.splits)} splits): {test}"
             + (f"; [diagram]({pngs[key]})" if key in pngs else "")
         )
