@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro params test lint bench venv clean-venv
+.PHONY: repro repro-repeated params test lint bench venv clean-venv
 
 venv: $(STAMP)
 
@@ -26,6 +26,18 @@ lint: $(STAMP)
 # The stages run `python -m pipeline.stage ...`: the venv's python must come first on PATH.
 repro: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+# Beyond the paper: the paper's experiments on REPEATS random splits (seeds 0..REPEATS-1;
+# conf/experiments/paper-repeated.yaml), then the significance report reports/repeated/.
+# params.yaml is composed with that list for the run and restored after it (the default
+# `make repro` and the paper's reports/ are left alone).
+REPEATS ?= 10
+repro-repeated: $(STAMP)
+	$(BIN)/python -m pipeline.params experiments=paper-repeated
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro \
+	  $$($(BIN)/python -m pipeline.report.repeated targets --repeats $(REPEATS)); \
+	  status=$$?; $(BIN)/python -m pipeline.params; exit $$status
+	$(BIN)/python -m pipeline.report.repeated report --repeats $(REPEATS)
 
 # Regenerate params.yaml (DVC's params) from conf/ after changing a config file.
 params: $(STAMP)

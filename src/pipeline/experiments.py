@@ -23,6 +23,8 @@ overrides, only choose a prepared variant with its own keys:
 
 - ``data: {drop_empty: true}`` or ``data: {ordinal_split: 3}``: the variant of its
   datasets (:data:`EXPERIMENT_DATA_KEYS`; the preprocess stage prepares all of them);
+  ``data: {seed: 3}``: the split seed of its runs (repeated splits,
+  ``conf/experiments/paper-repeated.yaml``): split in memory (:mod:`pipeline.resplit`);
 - ``datasets: [ERA, ESL, ...]``: the runs x these datasets in one experiment (one process
   per stage instead of one per dataset); run ids become ``<dataset>/<run>``;
 - ``splits: all`` (or a list of split indices): every run on each orreview split of its
@@ -50,7 +52,7 @@ from .paths import conf_dir, project_root
 #: settings taken from params.yaml for every run (not from the experiment's composition)
 GLOBAL_KEYS = ("lambdas", "seed", "warm_start", "progress", "data", "tracking")
 #: data settings an experiment may set (its ``data`` key): they choose a prepared variant
-EXPERIMENT_DATA_KEYS = ("drop_empty", "ordinal_split")
+EXPERIMENT_DATA_KEYS = ("drop_empty", "ordinal_split", "seed")
 #: the keys of an experiment item
 ITEM_KEYS = ("config", "data", "dataset", "datasets", "overrides", "runs", "splits")
 #: the ``dataset`` of an experiment that depends on all prepared data

@@ -43,6 +43,11 @@ def load(cfg: Mapping[str, Any]) -> Any:
             _DATA[key] = load_prepared(cfg["dataset"]["name"], cfg, prepare_missing=False)
         except FileNotFoundError as exc:
             from .errors import MissingRawDataError
+            from .resplit import is_reseeded, load_resplit
+
+            if is_reseeded(cfg):  # an experiment's own split seed: split in memory
+                _DATA[key] = load_resplit(cfg)
+                return _DATA[key]
 
             raise MissingRawDataError(
                 f"{exc}; in the DVC pipeline the preprocess stage prepares the datasets (and "

@@ -177,7 +177,9 @@ def test_splits_and_data_variants(paper_params: dict) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda e: e.update(data={"seed": 3}), "may set .*drop_empty.*not \\['seed'\\]"),
+        # data.seed is allowed (repeated splits: paper-repeated); the other data settings
+        # are global
+        (lambda e: e.update(data={"test_size": 0.3}), "may set .*seed.*not \\['test_size'\\]"),
         (lambda e: e.update(splits="some"), "'splits' must be 'all' or a list"),
         (lambda e: e.update(splits=[0, -1]), "'splits' must be 'all' or a list"),
         (lambda e: e.update(datasets=[]), "'datasets' must be a non-empty list"),

@@ -1,0 +1,53 @@
+"""A prepared dataset in memory, split with another seed (repeated splits).
+
+The repeated-split experiments (``conf/experiments/paper-repeated.yaml``) run the paper's
+protocol with the split seeds 1..R-1 (``data: {seed: s}`` of an experiment). Writing
+those variants under ``data/prepared/`` would change the DVC dependency of every paper
+experiment (``data/prepared``, the whole directory), so they are never written: the
+stages split the raw files in memory with :func:`pipeline.protocol.apply_protocol`, the
+same code the preprocess stage runs (deterministic: tune, refit and evaluate see the same
+split). Datasets with their own test part (the multilabel ones) keep it; the seed then
+redraws the validation part only, as in the paper's protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .data import PreparedData
+from .protocol import SPLITS, Variant, apply_protocol
+from .registry import get_spec
+from .settings import PROTOCOL_DEFAULTS, data_settings
+
+
+def is_reseeded(cfg: Mapping[str, Any]) -> bool:
+    """True when the run's data variant differs from the prepared default by its seed
+    (an experiment's ``data.seed``): :func:`load_resplit` builds it in memory."""
+    data = cfg.get("data") or {}
+    return data.get("seed", PROTOCOL_DEFAULTS["seed"]) != PROTOCOL_DEFAULTS["seed"]
+
+
+def load_resplit(cfg: Mapping[str, Any]) -> PreparedData:
+    """The prepared data of ``cfg`` (a run config), split and standardized in memory from
+    the raw files (checked against their sha256 sums), nothing written."""
+    from .readers import load_raw
+    from .stages.fetch import verify_raw
+
+    settings = data_settings(cfg.get("data"))
+    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)  # as splits.load
+    variant = Variant.of(spec, settings)
+    verify_raw(spec, settings.raw_dir, list(spec.part_files(variant.split).values()))
+    raw = load_raw(spec, settings.raw_dir, variant.split)
+    parts, _ = apply_protocol(raw, variant)
+    return PreparedData(
+        name=spec.name,
+        task=spec.task,
+        variant=variant.dirname,
+        directory=settings.prepared_dir / variant.dirname,  # not written
+        train=parts["train"][:2],
+        val=parts["val"][:2],
+        test=parts["test"][:2],
+        index={s: parts[s][2] for s in SPLITS},
+        stats={"params": variant.as_dict(), "in_memory": True},
+    )
