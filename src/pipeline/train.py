@@ -4,7 +4,8 @@ Composes ``conf/config.yaml`` (set, geometry, decoder, model, task, dataset and 
 global settings), then: validate the composition (before any work) -> load the prepared
 dataset (fetching and preprocessing it when missing) -> tune lambda on validation ->
 refit on train + validation -> evaluate on test, all logged to one MLflow parent run; a
-progress bar over the lambda grid and one summary line at the end::
+progress bar over the lambda grid and one summary line at the end (ending with the MLflow
+run id, and the run's URL on a tracking server)::
 
     python -m pipeline.train                                  # birkhoff on iris
     python -m pipeline.train task=multilabel set=unit_cube dataset=scene
@@ -71,7 +72,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
         result = evaluate.run(plain, data, tuned, refitted, tracker, composition=comp)
         seconds = time.perf_counter() - start
         tracker.log_metrics({"total_seconds": seconds})
-    log.info("%s", summary_line(comp, result, seconds))
+    link = tracker.run_link(comp.task, run_id)  # run <id> [<url of the run's page>]
+    log.info("%s", summary_line(comp, result, seconds) + (f" | {link}" if link else ""))
     return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
 
 
