@@ -33,7 +33,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from ._hydra import config_path, run_or_exit
+from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
 from .composition import validate
 from .settings import check_run_config, to_plain
@@ -89,9 +89,15 @@ def _sweep_group() -> str | None:
 
 
 @hydra.main(config_path=config_path(), config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     """Train, tune and evaluate one composition."""
     run_or_exit(lambda c: run(c, group=_sweep_group()), cfg)
+
+
+def main() -> None:
+    """``projloss-train`` (``python -m pipeline.train``): :func:`hydra_main`, with Hydra's own
+    errors (an unknown option, key or override) as one line ``error: ...``."""
+    entry(hydra_main)
 
 
 if __name__ == "__main__":
