@@ -117,12 +117,9 @@ def entry(hydra_main: Callable[[], Any]) -> None:
     itself unless ``HYDRA_FULL_ERROR`` is set: it is set while Hydra composes and lifted
     while a stage runs, see :func:`_stage_env`). ``PROJLOSS_DEBUG=1`` keeps Hydra's text.
     """
-    try:  # Hydra flags may follow the overrides (when pipeline.argv is there)
-        from .argv import normalize_sys_argv  # type: ignore[import-not-found]
-    except ImportError:
-        pass
-    else:
-        normalize_sys_argv()
+    from .argv import normalize_sys_argv
+
+    normalize_sys_argv()  # Hydra flags may follow the overrides (console scripts too)
     if debug():
         hydra_main()
         return

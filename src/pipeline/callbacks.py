@@ -30,7 +30,8 @@ log = logging.getLogger("pipeline.sweep")
 JOBS_ENV = "PROJLOSS_SWEEP_JOBS"
 #: the swept keys (comma-separated), which name a job in its error line
 KEYS_ENV = "PROJLOSS_SWEEP_KEYS"
-#: the launchers' loggers, whose ``#i : overrides`` lines repeat our ``[job i/N]`` lines
+#: the local launchers' loggers, whose ``#i : overrides`` lines repeat our ``[job i/N]``
+#: lines (remote launchers, submitit and Ray, keep theirs: their jobs print elsewhere)
 LAUNCHER_LOGGERS = (
     "hydra._internal.core_plugins.basic_launcher",
     "hydra_plugins.hydra_joblib_launcher._core",
