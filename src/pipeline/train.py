@@ -1,11 +1,12 @@
 """``python -m pipeline.train [group=option ...] [--multirun]``: one composition end to end.
 
-Composes ``conf/config.yaml`` (set, geometry, decoder, model, task, dataset and the
-global settings), then: validate the composition (before any work) -> load the prepared
-dataset (fetching and preprocessing it when missing) -> tune lambda on validation ->
-refit on train + validation -> evaluate on test, all logged to one MLflow parent run; a
-progress bar over the lambda grid and one summary line at the end (ending with the MLflow
-run id, and the run's URL on a tracking server)::
+Composes ``conf/train.yaml`` (``conf/config.yaml``: set, geometry, decoder, model, task,
+dataset and the global settings, without the DVC pipeline's experiment list), then:
+validate the composition (before any work) -> load the prepared dataset (fetching and
+preprocessing it when missing) -> tune lambda on validation -> refit on train +
+validation -> evaluate on test, all logged to one MLflow parent run; a progress bar over
+the lambda grid and one summary line at the end (ending with the MLflow run id, and the
+run's URL on a tracking server)::
 
     python -m pipeline.train                                  # birkhoff on iris
     python -m pipeline.train task=multilabel set=unit_cube dataset=scene
@@ -88,7 +89,7 @@ def _sweep_group() -> str | None:
     return str(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
 
 
-@hydra.main(config_path=config_path(), config_name="config", version_base="1.3")
+@hydra.main(config_path=config_path(), config_name="train", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> None:
     """Train, tune and evaluate one composition."""
     run_or_exit(lambda c: run(c, group=_sweep_group()), cfg)

@@ -72,6 +72,21 @@ def test_help_is_short_and_names_every_group(tmp_path: Path) -> None:
     assert "smoke-cube" not in done.stdout  # not the experiment list
 
 
+def test_train_config_is_the_run_config() -> None:
+    """``projloss-train --cfg job`` shows one run's config: conf/config.yaml (params.yaml,
+    DVC) without the experiment list, which a run never reads."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        run = OmegaConf.to_container(compose("train", overrides=["set=cube"]))
+        full = OmegaConf.to_container(compose("config", overrides=["set=cube"]))
+    assert "experiments" not in run and "experiments" in full
+    full.pop("experiments")
+    assert run == full
+    assert len(OmegaConf.to_yaml(run).splitlines()) < 100
+
+
 def test_bash_completion_of_the_console_script(tmp_path: Path) -> None:
     """What bash does on <TAB> after ``projloss-train set=``: the install line Hydra prints
     is evaluated (no ImportError), then its completion function asks the script."""
