@@ -68,6 +68,8 @@ def record_failure(sweep_dir: Path, num: int, overrides: str, message: str) -> N
 #: set by :func:`entry` while it asks Hydra to raise its errors (``HYDRA_FULL_ERROR``)
 _OURS = "PROJLOSS_HYDRA_RAISES"
 _FULL = "HYDRA_FULL_ERROR"
+#: marks an exception raised by a stage (its traceback is kept, see :func:`entry`)
+_FROM_STAGE = "_projloss_from_stage"
 
 
 def hydra_error_line(exc: BaseException) -> str:
@@ -130,6 +132,8 @@ def entry(hydra_main: Callable[[], Any]) -> None:
     try:
         hydra_main()
     except (HydraException, OmegaConfBaseException) as exc:
+        if getattr(exc, _FROM_STAGE, False):  # a stage's bug, not the command line
+            raise
         print(hydra_error_line(exc), file=sys.stderr, flush=True)
         sys.exit(1)
     finally:
@@ -146,6 +150,10 @@ def _stage_env() -> Iterator[None]:
         os.environ.pop(_FULL, None)
     try:
         yield
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            setattr(exc, _FROM_STAGE, True)
+        raise
     finally:
         if ours:
             os.environ[_FULL] = os.environ[_OURS] = ours

@@ -203,3 +203,25 @@ def test_hydra_errors_are_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(expected), err
     assert "HYDRA_FULL_ERROR" not in os.environ
+
+
+def test_a_stage_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OmegaConf error raised inside a stage is a bug, not a command-line error: it
+    propagates (with its traceback) instead of becoming the one error line."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigAttributeError
+
+    from pipeline._hydra import _stage_env, entry
+
+    for key in ("HYDRA_FULL_ERROR", "PROJLOSS_DEBUG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(sys, "argv", ["projloss-train"])
+
+    def buggy_stage() -> None:
+        with _stage_env():
+            assert "HYDRA_FULL_ERROR" not in os.environ  # the stage's debug switch is off
+            _ = OmegaConf.create({"a": 1}, flags={"struct": True}).b
+
+    with pytest.raises(ConfigAttributeError):
+        entry(buggy_stage)
+    assert "HYDRA_FULL_ERROR" not in os.environ
