@@ -225,3 +225,23 @@ def test_a_stage_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ConfigAttributeError):
         entry(buggy_stage)
     assert "HYDRA_FULL_ERROR" not in os.environ
+
+
+def test_preprocess_logs_one_line_per_dataset(tmp_path: Path, mirror: Path, caplog) -> None:
+    """Every orreview split of an ordinal dataset is prepared with one line for the
+    dataset, not one per split (the DVC preprocess stage prepares all 30)."""
+    import logging
+
+    from pipeline.stages import fetch as fetch_stage
+    from pipeline.stages import preprocess as preprocess_stage
+
+    from .conftest import cfg_for, make_settings
+
+    settings = make_settings(tmp_path, mirror, ordinal_split="all")
+    fetch_stage.run(cfg_for(settings, datasets=["contact-lenses"]))
+    with caplog.at_level(logging.INFO, logger="pipeline"):
+        dirs = preprocess_stage.run(cfg_for(settings, datasets=["contact-lenses"], report=False))
+    assert len(dirs) == 30
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    mentions = [line for line in lines if "contact-lenses" in line]
+    assert len(mentions) == 1 and "30 splits ready" in mentions[0], lines
