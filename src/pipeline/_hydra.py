@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import PipelineError, debug, one_line
+from .errors import ENTRY_ENV, PipelineError, debug, one_line
 from .lifecycle import command
 from .paths import conf_dir
 
@@ -66,7 +66,7 @@ def record_failure(sweep_dir: Path, num: int, overrides: str, message: str) -> N
 
 
 #: set by :func:`entry` while it asks Hydra to raise its errors (``HYDRA_FULL_ERROR``)
-_OURS = "PROJLOSS_HYDRA_RAISES"
+_OURS = ENTRY_ENV  # errors.debug() then ignores that HYDRA_FULL_ERROR (sweep callbacks)
 _FULL = "HYDRA_FULL_ERROR"
 #: marks an exception raised by a stage (its traceback is kept, see :func:`entry`)
 _FROM_STAGE = "_projloss_from_stage"

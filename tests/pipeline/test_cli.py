@@ -245,3 +245,17 @@ def test_preprocess_logs_one_line_per_dataset(tmp_path: Path, mirror: Path, capl
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     mentions = [line for line in lines if "contact-lenses" in line]
     assert len(mentions) == 1 and "30 splits ready" in mentions[0], lines
+
+
+def test_the_entry_points_full_error_is_not_a_debug_switch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The HYDRA_FULL_ERROR that the entry point sets to catch Hydra's errors does not
+    turn the one error line of the sweep callbacks into a traceback; the user's does."""
+    from pipeline.errors import ENTRY_ENV, debug
+
+    monkeypatch.delenv("PROJLOSS_DEBUG", raising=False)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    assert debug()
+    monkeypatch.setenv(ENTRY_ENV, "1")
+    assert not debug()
