@@ -9,14 +9,15 @@ sweep: its error line names the job, the failure is recorded in the sweep direct
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import PipelineError, debug, one_line
+from .errors import ENTRY_ENV, PipelineError, debug, one_line
 from .lifecycle import command
 from .paths import conf_dir
 
@@ -64,9 +65,108 @@ def record_failure(sweep_dir: Path, num: int, overrides: str, message: str) -> N
     write_text(sweep_dir / FAILED_DIR / f"{num}.txt", f"{overrides}\n{message}\n")
 
 
+#: set by :func:`entry` while it asks Hydra to raise its errors (``HYDRA_FULL_ERROR``)
+_OURS = ENTRY_ENV  # errors.debug() then ignores that HYDRA_FULL_ERROR (sweep callbacks)
+_FULL = "HYDRA_FULL_ERROR"
+#: marks an exception raised by a stage (its traceback is kept, see :func:`entry`)
+_FROM_STAGE = "_projloss_from_stage"
+
+
+def hydra_error_line(exc: BaseException) -> str:
+    """Hydra's own error (an unknown option or key, a bad override: several lines with
+    the config search path) as one line ``error: <problem> (command line); <remedy>``.
+
+    Examples
+    --------
+    >>> from hydra.errors import MissingConfigException
+    >>> line = hydra_error_line(MissingConfigException(
+    ...     "In 'config': Could not find 'set/nope'\\n\\nAvailable options in 'set':\\n"
+    ...     "\\tcube\\n\\treals\\nConfig search path:\\n\\tprovider=main"))
+    >>> for part in line.split("; "): print(part)
+    error: In 'config': Could not find 'set/nope' (command line)
+    valid options of 'set': cube, reals
+    """
+    lines = str(exc).splitlines()
+    if "Config search path:" in lines:
+        lines = lines[: lines.index("Config search path:")]
+    problem, rest = (lines[0].strip().rstrip(".") if lines else type(exc).__name__), lines[1:]
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        problem += ": " + str(cause).strip().splitlines()[0].strip().rstrip(".")
+    parts: list[str] = []
+    options: list[str] = []
+    for line in rest:
+        if line.startswith("\t") and parts and parts[-1].startswith("valid options"):
+            options.append(line.strip())
+        elif line.strip().startswith("Available options in"):
+            group = line.strip().removeprefix("Available options in").strip(" :")
+            parts.append(f"valid options of {group}: ")
+        elif line.strip():
+            parts.append(" ".join(line.split()))
+    if options:
+        idx = next(i for i, p in enumerate(parts) if p.startswith("valid options"))
+        parts[idx] += ", ".join(options)
+    remedy = "; ".join(parts) or "see --help"
+    override = getattr(exc, "override", None)  # OverrideParseException: the bad override
+    place = f"command line: {override}" if override else "command line"
+    return f"error: {problem} ({place}); {remedy}"
+
+
+def entry(hydra_main: Callable[[], Any]) -> None:
+    """Run a ``@hydra.main`` function as a command: Hydra's own errors (an unknown option
+    such as ``set=nope``, an unknown key, a bad override) become one line ``error: ...``
+    with the valid options, exit status 1 (Hydra prints several lines, and catches them
+    itself unless ``HYDRA_FULL_ERROR`` is set: it is set while Hydra composes and lifted
+    while a stage runs, see :func:`_stage_env`). ``PROJLOSS_DEBUG=1`` keeps Hydra's text.
+    """
+    from .argv import normalize_sys_argv
+
+    normalize_sys_argv()  # Hydra flags may follow the overrides (console scripts too)
+    if debug():
+        hydra_main()
+        return
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    os.environ[_FULL] = os.environ[_OURS] = "1"
+    try:
+        hydra_main()
+    except (HydraException, OmegaConfBaseException) as exc:
+        if getattr(exc, _FROM_STAGE, False):  # a stage's bug, not the command line
+            raise
+        print(hydra_error_line(exc), file=sys.stderr, flush=True)
+        sys.exit(1)
+    finally:
+        if os.environ.pop(_OURS, None):
+            os.environ.pop(_FULL, None)
+
+
+@contextlib.contextmanager
+def _stage_env() -> Iterator[None]:
+    """While a stage runs: without the ``HYDRA_FULL_ERROR`` that :func:`entry` set (the
+    stage's own errors and its debug switch are :func:`pipeline.lifecycle.command`'s)."""
+    ours = os.environ.pop(_OURS, None)
+    if ours:
+        os.environ.pop(_FULL, None)
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            setattr(exc, _FROM_STAGE, True)
+        raise
+    finally:
+        if ours:
+            os.environ[_FULL] = os.environ[_OURS] = ours
+
+
 def run_or_exit(stage: Callable[[Any], Any], cfg: Any) -> None:
     """Run a stage core; report an expected error as one clear line and exit 1 (in a
     sweep: report it, record it, and go on with the next job)."""
+    with _stage_env():
+        _run_or_exit(stage, cfg)
+
+
+def _run_or_exit(stage: Callable[[Any], Any], cfg: Any) -> None:
     job = _sweep_job()
     if job is None:
         with command():

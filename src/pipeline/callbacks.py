@@ -2,7 +2,8 @@
 
 :class:`SweepProgress` counts the jobs of a sweep and prints ``[job i/N] overrides`` as
 each starts (the progress over datasets and compositions; each job then prints its own
-bar over the lambda grid and a summary line). Before the first job it also creates the
+bar over the lambda grid and a summary line); the launchers' own ``[HYDRA] #i : ...``
+lines are silenced, so each job is announced once. Before the first job it also creates the
 tracking store's schema once (several jobs of the joblib launcher would otherwise race
 to create a fresh SQLite store). A failing job does not stop the sweep (see
 :func:`pipeline._hydra.run_or_exit`): after the last job, the sweep ends with one line
@@ -29,6 +30,12 @@ log = logging.getLogger("pipeline.sweep")
 JOBS_ENV = "PROJLOSS_SWEEP_JOBS"
 #: the swept keys (comma-separated), which name a job in its error line
 KEYS_ENV = "PROJLOSS_SWEEP_KEYS"
+#: the local launchers' loggers, whose ``#i : overrides`` lines repeat our ``[job i/N]``
+#: lines (remote launchers, submitit and Ray, keep theirs: their jobs print elsewhere)
+LAUNCHER_LOGGERS = (
+    "hydra._internal.core_plugins.basic_launcher",
+    "hydra_plugins.hydra_joblib_launcher._core",
+)
 
 
 def swept_keys(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> list[str]:
@@ -77,6 +84,8 @@ class SweepProgress(Callback):
         os.environ[JOBS_ENV] = "?" if n is None else str(n)
         os.environ[KEYS_ENV] = ",".join(swept_keys(params, list(hydra_cfg.overrides.task)))
         log.info("sweep: %s job(s) -> %s", os.environ[JOBS_ENV], hydra_cfg.sweep.dir)
+        for name in LAUNCHER_LOGGERS:  # one announcement per job: ours, with the count
+            logging.getLogger(name).setLevel(logging.WARNING)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
             from .lifecycle import command

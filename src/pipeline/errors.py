@@ -128,9 +128,17 @@ class DatasetFailures(DatasetError):
     """Several datasets failed in one stage run (each one was reported on its own line)."""
 
 
+#: set by :func:`pipeline._hydra.entry` with the ``HYDRA_FULL_ERROR`` it sets itself (to
+#: catch Hydra's errors): that one is not the user's debug switch
+ENTRY_ENV = "PROJLOSS_HYDRA_RAISES"
+
+
 def debug() -> bool:
     """Whether a debug switch (:data:`DEBUG_ENV`) asks for tracebacks."""
-    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes") for k in DEBUG_ENV)
+    keys = DEBUG_ENV
+    if os.environ.get(ENTRY_ENV):
+        keys = tuple(k for k in DEBUG_ENV if k != "HYDRA_FULL_ERROR")
+    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes") for k in keys)
 
 
 def one_line(exc: BaseException) -> str:

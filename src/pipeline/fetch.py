@@ -9,15 +9,21 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from ._hydra import config_path, run_or_exit
+from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
 from .stages import fetch
 
 
 @hydra.main(config_path=config_path(), config_name="fetch", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     """Fetch the selected datasets."""
     run_or_exit(fetch.run, cfg)
+
+
+def main() -> None:
+    """``projloss-fetch`` (``python -m pipeline.fetch``): :func:`hydra_main`, with Hydra's own
+    errors (an unknown option, key or override) as one line ``error: ...``."""
+    entry(hydra_main)
 
 
 if __name__ == "__main__":

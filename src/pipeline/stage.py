@@ -104,12 +104,16 @@ def preprocess(params: Mapping[str, Any]) -> None:
             wanted += [(settings, split) for split in range(spec.n_splits)]
         if spec.task == "multilabel":
             wanted += [(settings.replace(drop_empty=not settings.drop_empty), None)]
+        splits = 0  # the orreview splits: one line per dataset, not one per split
         for chosen, split in wanted:
             variant = Variant.of(spec, chosen, split)
             sums = core.raw_checksums(spec, chosen, variant.split)  # stale raw: rebuilt
             if not core.is_current(chosen.prepared_dir / variant.dirname, variant, sums, spec):
-                core.prepare(spec, chosen, variant.split, cache)
+                core.prepare(spec, chosen, variant.split, cache, quiet=split is not None)
                 count += 1
+                splits += split is not None
+        if splits:
+            log.info("preprocess %-24s %d of %d splits", spec.name, splits, spec.n_splits)
     log.info("prepared %d other variant(s) in %.1f s", count, time.perf_counter() - start)
 
 

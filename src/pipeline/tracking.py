@@ -403,6 +403,18 @@ class Tracker:
     def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
         """Log a mapping as a JSON/YAML artifact."""
 
+    def run_link(self, task: str, run_id: str | None) -> str:
+        """``run <run_id>`` for a summary line, plus the run's page when a tracking server
+        is used (:func:`run_url`); empty without tracking."""
+        if run_id is None:
+            return ""
+        url = run_url(self.uri, self.experiment_id(task), run_id) if self.enabled else None
+        return f"run {run_id}" + (f" {url}" if url else "")
+
+    def experiment_id(self, task: str) -> str:
+        """The id of the task's MLflow experiment (none without tracking)."""
+        return ""
+
 
 class RecordingTracker(Tracker):
     """Records the child runs and metrics a stage core logs (plain, picklable data) so that
@@ -846,6 +858,22 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def run_url(uri: str | None, experiment_id: str, run_id: str) -> str | None:
+    """The run's page on a tracking server (``<uri>/#/experiments/<id>/runs/<run_id>``, the
+    MLflow UI's address), None for a local store (no server to open).
+
+    Examples
+    --------
+    >>> run_url("http://127.0.0.1:5000/", "3", "ab12")
+    'http://127.0.0.1:5000/#/experiments/3/runs/ab12'
+    >>> run_url("sqlite:///mlflow.db", "3", "ab12") is None
+    True
+    """
+    if not uri or not uri.startswith(("http://", "https://")):
+        return None
+    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 def make_tracker(node: Mapping[str, Any] | TrackingSettings | None) -> Tracker:

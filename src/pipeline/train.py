@@ -1,10 +1,12 @@
 """``python -m pipeline.train [group=option ...] [--multirun]``: one composition end to end.
 
-Composes ``conf/config.yaml`` (set, geometry, decoder, model, task, dataset and the
-global settings), then: validate the composition (before any work) -> load the prepared
-dataset (fetching and preprocessing it when missing) -> tune lambda on validation ->
-refit on train + validation -> evaluate on test, all logged to one MLflow parent run; a
-progress bar over the lambda grid and one summary line at the end::
+Composes ``conf/train.yaml`` (``conf/config.yaml``: set, geometry, decoder, model, task,
+dataset and the global settings, without the DVC pipeline's experiment list), then:
+validate the composition (before any work) -> load the prepared dataset (fetching and
+preprocessing it when missing) -> tune lambda on validation -> refit on train +
+validation -> evaluate on test, all logged to one MLflow parent run; a progress bar over
+the lambda grid and one summary line at the end (ending with the MLflow run id, and the
+run's URL on a tracking server)::
 
     python -m pipeline.train                                  # birkhoff on iris
     python -m pipeline.train task=multilabel set=unit_cube dataset=scene
@@ -32,7 +34,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from ._hydra import config_path, run_or_exit
+from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
 from .composition import validate
 from .settings import check_run_config, to_plain
@@ -71,7 +73,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
         result = evaluate.run(plain, data, tuned, refitted, tracker, composition=comp)
         seconds = time.perf_counter() - start
         tracker.log_metrics({"total_seconds": seconds})
-    log.info("%s", summary_line(comp, result, seconds))
+    link = tracker.run_link(comp.task, run_id)  # run <id> [<url of the run's page>]
+    log.info("%s", summary_line(comp, result, seconds) + (f" | {link}" if link else ""))
     return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
 
 
@@ -86,10 +89,16 @@ def _sweep_group() -> str | None:
     return str(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
 
 
-@hydra.main(config_path=config_path(), config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+@hydra.main(config_path=config_path(), config_name="train", version_base="1.3")
+def hydra_main(cfg: DictConfig) -> None:
     """Train, tune and evaluate one composition."""
     run_or_exit(lambda c: run(c, group=_sweep_group()), cfg)
+
+
+def main() -> None:
+    """``projloss-train`` (``python -m pipeline.train``): :func:`hydra_main`, with Hydra's own
+    errors (an unknown option, key or override) as one line ``error: ...``."""
+    entry(hydra_main)
 
 
 if __name__ == "__main__":

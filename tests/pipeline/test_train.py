@@ -92,7 +92,7 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
     # one summary line
     (line,) = [r.getMessage() for r in caplog.records if r.name == "pipeline.train"]
     assert line.startswith("iris | label_ranking birkhoff->birkhoff | lambda=")
-    assert "test hamming=" in line and line.endswith(" s")
+    assert "test hamming=" in line and line.endswith(f" s | run {out['run_id']}")
 
 
 def _cli(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

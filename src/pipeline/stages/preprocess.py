@@ -173,15 +173,19 @@ def prepare(
     settings: DataSettings,
     split: int | None = None,
     cache: RawCache | None = None,
+    *,
+    quiet: bool = False,
 ) -> Path:
-    """Prepare one variant of ``spec`` (if not already current); return its directory."""
+    """Prepare one variant of ``spec`` (if not already current); return its directory.
+    ``quiet``: its line at DEBUG level (one of many splits: the caller sums them up)."""
+    level = logging.DEBUG if quiet else logging.INFO
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname
     sums = raw_checksums(spec, settings, variant.split)
     if not settings.force:
         reason = staleness(directory, variant, sums, spec)
         if reason is None:
-            log.info("preprocess %-24s up to date", variant.dirname)
+            log.log(level, "preprocess %-24s up to date", variant.dirname)
             return directory
         if reason != "missing":
             log.warning("preprocess %-24s %s: rebuilding it", variant.dirname, reason)
@@ -189,7 +193,8 @@ def prepare(
     raw = (cache or RawCache()).get(spec, variant.split, settings.raw_dir)
     stats = write_variant(spec, raw, variant, directory, sums)
     n = stats["n_samples"]
-    log.info(
+    log.log(
+        level,
         "preprocess %-24s train %d, val %d, test %d, %d features%s (%.1f s)",
         variant.dirname,
         n["train"],
@@ -275,8 +280,16 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     for spec, splits in todo:
         try:
             verify_raw(spec, settings.raw_dir)
+            t0, many = time.perf_counter(), len(splits) > 1  # e.g. 30 ordinal splits: 1 line
             for split in splits:
-                done.append(prepare(spec, settings, split, cache))
+                done.append(prepare(spec, settings, split, cache, quiet=many))
+            if many:
+                log.info(
+                    "preprocess %-24s %d splits ready (%.1f s)",
+                    spec.name,
+                    len(splits),
+                    time.perf_counter() - t0,
+                )
         except DatasetError as exc:  # go on with the other datasets
             failed[spec.name] = exc
             log.error("preprocess %-24s failed", spec.name)

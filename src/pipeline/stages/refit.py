@@ -10,6 +10,7 @@ atomically, with an index ``refit.json``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,9 @@ from typing import Any
 from ..composition import Composition, make_estimator, validate
 from ..fileio import atomic_path, write_json
 from ..settings import to_plain
-from .tune import fit_quietly
+from .tune import convergence_warning, fit_quietly
+
+log = logging.getLogger(__name__)
 
 INDEX = "refit.json"
 
@@ -56,6 +59,8 @@ def run(
         lam = tuned["lambdas"][index]
         estimator = make_estimator(comp, alpha=lam)
         seconds, converged = fit_quietly(estimator, X, y)
+        if not converged:
+            log.warning("%s", convergence_warning(comp, [lam], 1, stage="refit"))
         models[index], lambdas[index] = estimator, lam
         fits[index] = {
             "lambda": lam,

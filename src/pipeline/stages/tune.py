@@ -52,6 +52,31 @@ def fit_quietly(estimator: Any, X: Any, y: Any) -> tuple[float, bool]:
     return seconds, converged
 
 
+def convergence_warning(
+    comp: Composition, lambdas: list[float | None], n_fits: int, stage: str = "tune"
+) -> str:
+    """The warning line for fits that stopped before convergence (L-BFGS reached
+    ``model.max_iter``): which lambdas, and the remedy (more iterations).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> comp = SimpleNamespace(dataset="iris", label="cube->cube", model_params={"max_iter": 500})
+    >>> print(convergence_warning(comp, [1e-4, 1e-3], 10))  # doctest: +NORMALIZE_WHITESPACE
+    warning: iris cube->cube: tune: 2 of 10 fits stopped before convergence (lambda=0.0001,
+    0.001; model.max_iter=500); raise it, e.g. model.max_iter=1000, or start the grid higher
+    (lambdas.low)
+    """
+    max_iter = comp.model_params.get("max_iter")
+    lams = ", ".join("none" if lam is None else f"{lam:.3g}" for lam in lambdas)
+    more = f"e.g. model.max_iter={2 * int(max_iter)}" if max_iter else "e.g. model.max_iter=1000"
+    return (
+        f"warning: {comp.dataset} {comp.label}: {stage}: {len(lambdas)} of {n_fits} fits "
+        f"stopped before convergence (lambda={lams}; model.max_iter={max_iter}); "
+        f"raise it, {more}, or start the grid higher (lambdas.low)"
+    )
+
+
 def _lambda_name(lam: float | None) -> str:
     return "lambda=none" if lam is None else f"lambda={lam:.3g}"
 
@@ -115,16 +140,9 @@ def run(
         greater = next(m.greater_is_better for m in metrics if m.name == name)
         i = best_index(grid, values[name], greater, ties=ties)
         selected[name] = {"index": i, "lambda": grid[i], "value": values[name][i]}
-    n_bad = sum(not c for c in converged)
-    if n_bad:
-        log.warning(
-            "%s %s: %d of %d fits stopped before convergence (max_iter=%s)",
-            comp.dataset,
-            comp.label,
-            n_bad,
-            n,
-            comp.model_params.get("max_iter"),
-        )
+    bad = sorted(grid[i] or 0.0 for i in range(n) if not converged[i])
+    if bad:
+        log.warning("%s", convergence_warning(comp, list(bad), n))
     summary: dict[str, float] = {}
     for name, sel in selected.items():
         summary[f"val.{name}"] = sel["value"]
