@@ -3,8 +3,10 @@
 Every file the pipeline writes goes first to a temporary file in the destination
 directory and is then renamed over the destination with :func:`os.replace` (atomic on
 POSIX and Windows within one file system).  An interrupted stage therefore leaves either
-the old file or the new one, never half a file; stray temporaries are named
-``.<name>.<random>.part`` and are removed on error.
+the old file or the new one, never half a file; temporaries are named
+``.<name>.<pid>.<random>.part`` and are removed on error; :func:`is_stale_temporary`
+tells a killed run's leftover from a temporary another live process is writing (several
+sweep jobs fetch or verify the same dataset at once).
 """
 
 from __future__ import annotations
@@ -41,6 +43,36 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def is_stale_temporary(path: Path) -> bool:
+    """Whether ``path`` is a temporary of :func:`atomic_path` that no live process of this
+    machine is writing: its ``<pid>`` is gone (or it has none, from an older version).
+
+    Examples
+    --------
+    >>> is_stale_temporary(Path(f".iris.txt.{os.getpid()}.x1y2.part"))
+    False
+    >>> is_stale_temporary(Path(".iris.txt.abc123.part"))
+    True
+    """
+    name = path.name
+    if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+        return False
+    parts = name[: -len(TMP_SUFFIX)].rsplit(".", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return not _alive(int(parts[1]))
+    return True
+
+
 @contextlib.contextmanager
 def atomic_path(dest: Path) -> Iterator[Path]:
     """Yield a temporary path next to ``dest``; on success rename it to ``dest``.
@@ -49,7 +81,9 @@ def atomic_path(dest: Path) -> Iterator[Path]:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=TMP_SUFFIX, dir=dest.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{dest.name}.{os.getpid()}.", suffix=TMP_SUFFIX, dir=dest.parent
+    )
     os.close(fd)
     tmp_path = Path(tmp)
     try:

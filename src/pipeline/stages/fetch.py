@@ -42,7 +42,14 @@ from ..errors import (
     MissingRawDataError,
     SourceUnavailableError,
 )
-from ..fileio import TMP_SUFFIX, atomic_open, copy_stream, sha256_file, write_text
+from ..fileio import (
+    TMP_SUFFIX,
+    atomic_open,
+    copy_stream,
+    is_stale_temporary,
+    sha256_file,
+    write_text,
+)
 from ..paths import project_root, resolve
 from ..registry import CHECKSUMS, DatasetSpec, FileSpec, select
 from ..settings import DataSettings, data_settings, to_plain
@@ -292,8 +299,9 @@ def fetch_dataset(
     opener = opener or urlopen
     directory = settings.raw_dir / spec.name
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob(f".*{TMP_SUFFIX}"):  # left by a killed earlier run
-        stale.unlink(missing_ok=True)
+    for stale in directory.glob(f".*{TMP_SUFFIX}"):
+        if is_stale_temporary(stale):  # left by a killed run, not a live job's
+            stale.unlink(missing_ok=True)
     recorded = read_checksums(directory)
     known = {f.name: f.sha256 for f in spec.files}
     recorded = {n: s for n, s in recorded.items() if n in known and (known[n] in (None, s))}
