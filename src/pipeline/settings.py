@@ -183,10 +183,12 @@ def _nonneg(v: Any, name: str) -> int:
 
 # --------------------------------------------------------------------------- run config
 #: the top-level keys of a run config (``conf/config.yaml`` composed; ``splits`` comes from
-#: a DVC experiment item, ``experiments`` is the DVC experiment list, ``hydra`` Hydra's own)
+#: a DVC experiment item, ``experiments`` is the DVC experiment list, ``report`` the report
+#: directory of that list (``conf/report_dir/``), ``hydra`` Hydra's own)
 RUN_KEYS = (
     "data", "dataset", "datasets", "decoder", "experiments", "geometry", "hydra", "lambdas",
-    "model", "n_jobs", "progress", "seed", "set", "splits", "task", "tracking", "warm_start",
+    "model", "n_jobs", "progress", "report", "seed", "set", "splits", "task", "tracking",
+    "warm_start",
 )  # fmt: skip
 #: the keys of the groups of a run config that the pipeline reads (``dataset`` is the
 #: registry's, ``set.params`` / ``decoder.params`` the engine's: they check their own)
@@ -196,6 +198,7 @@ GROUP_KEYS: dict[str, tuple[str, ...]] = {
     "set": ("name", "params"),
     "decoder": ("name", "params"),
     "task": ("datasets", "decoder", "metrics", "name", "select_by", "sweep", "target_loss"),
+    "report": ("dir",),
 }
 #: the keys of each model (``conf/model/<name>.yaml``)
 MODEL_KEYS: dict[str, tuple[str, ...]] = {

@@ -47,13 +47,13 @@ def iris(tmp_path_factory: pytest.TempPathFactory):
     return prepare_iris(tmp_path_factory.mktemp("iris"))
 
 
-def compose(overrides: list[str]) -> dict:
+def compose(overrides: list[str], config: str = "config") -> dict:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=overrides)
+        cfg = hydra_compose(config, overrides=overrides)
     return OmegaConf.to_container(cfg, resolve=True)
 
 
@@ -166,6 +166,7 @@ def test_every_config_of_the_project_is_valid() -> None:
 
     for overrides in ([], ["model=poly"], ["model=median", "task=ordinal"], ["task=multilabel"]):
         check_run_config(compose(overrides))
+        check_run_config(compose(overrides, "train"))  # pipeline.train's primary config
     params = yaml.safe_load(compose_params(["experiments=paper"]))
     for key in list(params["experiments"])[::4]:  # a sample: composing every run takes 30 s
         for cfg in compose_runs(params, key).values():
