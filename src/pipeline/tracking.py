@@ -306,6 +306,8 @@ _CONNECTION_LOST = (
     "Connection reset",
     "Connection aborted",
     "RemoteDisconnected",
+    "IncompleteRead",  # killed while answering (urllib3 ProtocolError)
+    "Connection broken",
     "timed out",
 )
 

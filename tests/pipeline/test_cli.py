@@ -83,6 +83,9 @@ def test_train_config_is_the_run_config() -> None:
         full = OmegaConf.to_container(compose("config", overrides=["set=cube"]))
     assert "experiments" not in run and "experiments" in full
     full.pop("experiments")
+    # the report directory follows the experiment list (conf/report_dir/): not a run's
+    assert run.pop("report") == {"dir": "reports/other"}
+    full.pop("report")
     assert run == full
     assert len(OmegaConf.to_yaml(run).splitlines()) < 100
 
