@@ -38,40 +38,46 @@ LAUNCHER_LOGGERS = (
 )
 
 
-def swept_keys(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> list[str]:
-    """The keys that take several values in a sweep (``set=reals,cube`` -> ``set``)."""
+def _sweep_lengths(
+    sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]
+) -> dict[str, int | None] | None:
+    """Each key of ``hydra.sweeper.params`` and the command-line overrides (the command
+    line wins for a key given in both) -> its number of values (0: a sweep that cannot be
+    counted, e.g. a glob), None for a key that is not swept; None when they do not parse."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
-    keys: dict[str, bool] = {}
+    lengths: dict[str, int | None] = {}
     try:
         items = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
         for group in (items, list(overrides)):
             for o in parser.parse_overrides(group):
-                keys[o.get_key_element()] = o.is_sweep_override()
+                lengths[o.get_key_element()] = _count(o) if o.is_sweep_override() else None
+    except Exception:  # a sweep we cannot parse is still a valid sweep
+        return None
+    return lengths
+
+
+def _count(override: Any) -> int:
+    try:
+        return len(list(override.sweep_string_iterator()))
     except Exception:
-        return []
-    return [k for k, swept in keys.items() if swept]
+        return 0
+
+
+def swept_keys(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> list[str]:
+    """The keys that take several values in a sweep (``set=reals,cube`` -> ``set``)."""
+    lengths = _sweep_lengths(sweeper_params, overrides)
+    return [k for k, n in (lengths or {}).items() if n is not None]
 
 
 def count_jobs(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str]) -> int | None:
     """The number of jobs of Hydra's basic sweeper: the product of the sweep lengths of
-    ``hydra.sweeper.params`` and the command-line overrides (the command line wins for a
-    key given in both); None when it cannot tell (e.g. a range or glob sweep)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    lengths: dict[str, int] = {}
-    try:
-        items = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
-        for group in (items, list(overrides)):
-            for o in parser.parse_overrides(group):
-                lengths[o.get_key_element()] = (
-                    len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
-                )
-    except Exception:  # a sweep we cannot count is still a valid sweep
+    ``hydra.sweeper.params`` and the command-line overrides; None when it cannot tell."""
+    lengths = _sweep_lengths(sweeper_params, overrides)
+    if lengths is None or 0 in lengths.values():
         return None
-    return math.prod(lengths.values()) if lengths else 1
+    return math.prod(1 if n is None else n for n in lengths.values())
 
 
 class SweepProgress(Callback):
