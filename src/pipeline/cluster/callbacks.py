@@ -4,7 +4,9 @@ A job whose process is killed (SIGKILL, a lost node, the OOM killer) cannot end 
 run; the launcher reports the job failed or runs it again (Ray's ``max_retries``), and
 the dead attempt's parent run would stay RUNNING forever. When the sweep ends, every job
 has returned, so a run of this sweep's ``group`` still RUNNING has no process left:
-:class:`CloseOrphanRuns` marks it FAILED with the tag ``projloss.closed_by``.
+:class:`CloseOrphanRuns` marks it KILLED with the tag ``projloss.closed_by`` (KILLED as a
+run superseded by its retry, :meth:`pipeline.tracking.MLflowTracker.orphans`: a process
+that died; FAILED is kept for a job that raised).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ CLOSED_TAG = "projloss.closed_by"
 
 
 def close_orphan_runs(uri: str, group: str, prefix: str = "projloss") -> list[str]:
-    """Mark FAILED every RUNNING run tagged ``group=<group>`` in the ``<prefix>/*``
+    """Mark KILLED every RUNNING run tagged ``group=<group>`` in the ``<prefix>/*``
     experiments of the store ``uri``; return their ids."""
     from mlflow.tracking import MlflowClient
 
@@ -39,7 +41,7 @@ def close_orphan_runs(uri: str, group: str, prefix: str = "projloss") -> list[st
     )
     for run in runs:
         client.set_tag(run.info.run_id, CLOSED_TAG, "end of sweep: its worker was lost")
-        client.set_terminated(run.info.run_id, status="FAILED")
+        client.set_terminated(run.info.run_id, status="KILLED")
     return [r.info.run_id for r in runs]
 
 
@@ -79,6 +81,6 @@ class CloseOrphanRuns(Callback):
             return
         if closed:
             log.warning(
-                "closed %d run(s) left RUNNING by lost workers (FAILED, tag %s): %s",
+                "closed %d run(s) left RUNNING by lost workers (KILLED, tag %s): %s",
                 len(closed), CLOSED_TAG, ", ".join(closed),
             )  # fmt: skip
