@@ -2,7 +2,7 @@
 
 A run config is composed by Hydra from ``conf/`` (``conf/config.yaml`` and the groups
 ``task``, ``set``, ``geometry``, ``decoder``, ``model``, ``dataset``) with the overrides of
-a paper experiment, exactly as :func:`pipeline.experiments.compose_runs` does for the DVC
+a paper experiment, exactly as :func:`pipeline.config.experiments.compose_runs` does for the DVC
 stages: every protocol setting (the lambda grid, warm start, the model's tolerance, the
 sets' parameters, the lambda tie rule in the stage cores...) therefore follows ``conf/``
 and the pipeline's code, never this module. Only what does not change a figure of the
@@ -47,7 +47,7 @@ class Run:
     """A composed run: its config, validated composition and prepared data."""
 
     cfg: dict[str, Any]
-    comp: Any  #: pipeline.composition.Composition
+    comp: Any  #: pipeline.config.composition.Composition
     data: Any  #: pipeline.data.PreparedData
 
     @property
@@ -68,7 +68,7 @@ class Run:
 
     def lambda_mid(self) -> float:
         """The geometric middle of the configured lambda grid (1.0 for 1e-4..1e4)."""
-        from pipeline.composition import lambda_grid
+        from pipeline.config.composition import lambda_grid
 
         grid = lambda_grid(self.cfg)
         return float(np.sqrt(grid[0] * grid[-1]))
@@ -81,8 +81,8 @@ def load(overrides: Sequence[str]) -> Run:
     """Compose, validate and load the data of one run (datasets cached per process)."""
     import json
 
-    from pipeline.composition import validate
-    from pipeline.data import load_prepared
+    from pipeline.config.composition import validate
+    from pipeline.data.api import load_prepared
 
     cfg = compose(overrides)
     comp = validate(cfg)

@@ -7,7 +7,7 @@ dataset (ordinal: split 0), like one step of the tune stage. *One fit*: lambda =
 geometric middle of the configured grid (1.0 for 1e-4..1e4), cold start, best (and
 median) of a few fits; *its* = L-BFGS iterations, *ms/it* = seconds per iteration (one
 batched projection and gradient per function evaluation, usually one or two evaluations
-per iteration). *Grid*: the tune stage's core (``pipeline.stages.tune.run``) on the
+per iteration). *Grid*: the tune stage's core (``pipeline.runs.tune.run``) on the
 whole lambda grid, warm-started as configured (``warm_start``), once: the fit seconds and
 iterations summed over the grid, then the whole stage (validation predictions included).
 """
@@ -75,8 +75,8 @@ SPARSE_CHECK_ITERS = 5
 def _fit(run: Run, alpha: float) -> tuple[float, bool, Any]:
     """One cold fit at ``alpha`` through the pipeline's own helpers;
     (seconds, converged, estimator)."""
-    from pipeline.composition import make_estimator
-    from pipeline.stages.tune import fit_quietly
+    from pipeline.config.composition import make_estimator
+    from pipeline.runs.tune import fit_quietly
 
     est = make_estimator(run.comp, alpha=alpha)
     X, y = run.data.train
@@ -133,8 +133,8 @@ def _sparse_check(run: Run, alpha: float) -> dict[str, Any]:
     the fit allocate at its peak compared with a dense copy of X?"""
     import scipy.sparse as sp
 
-    from pipeline.composition import make_estimator
-    from pipeline.stages.tune import fit_quietly
+    from pipeline.config.composition import make_estimator
+    from pipeline.runs.tune import fit_quietly
 
     X, y = run.data.train
     est = make_estimator(run.comp, alpha=alpha)
@@ -167,7 +167,7 @@ def _its(n_iter: int | None, not_converged: int) -> str:
 @section("fits", "Fit timings per paper experiment family", order=50)
 def run(ctx: Context) -> SectionResult:
     """One fit and one warm-started lambda grid per paper experiment family, real data."""
-    from pipeline.stages import tune
+    from pipeline.runs import tune
 
     repeat = 1 if ctx.quick else min(ctx.repeat, 3)
     rows, data, checks = [], {}, []

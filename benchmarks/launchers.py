@@ -52,7 +52,8 @@ def sweep_command(launcher: str, workdir: Path, data: list[str]) -> list[str]:
 
 
 def _prepare(workdir: Path, mirror: str | None) -> list[str]:
-    from pipeline.stages import fetch, preprocess
+    from pipeline.data import fetch
+    from pipeline.data import prepare as preprocess
 
     data = {
         "mirror": mirror

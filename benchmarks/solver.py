@@ -102,7 +102,7 @@ def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
     """Fit the configured lambda grid, largest lambda first, warm-started as configured."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from pipeline.composition import lambda_grid, make_estimator
+    from pipeline.config.composition import lambda_grid, make_estimator
 
     run = load(overrides)
     X, y = run.data.train

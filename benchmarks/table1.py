@@ -4,7 +4,7 @@ The column the issue compares with the paper's reference implementation (about 4
 for vehicle alone on this kind of machine): label ranking, Euclidean projection onto the
 Birkhoff polytope and Birkhoff decoding, on the six label-ranking datasets. Each dataset
 runs the pipeline's stage cores in one process, as ``python -m pipeline.train`` does
-(MLflow tracking off): *tune* (``pipeline.stages.tune.run``: the lambda grid fitted on
+(MLflow tracking off): *tune* (``pipeline.runs.tune.run``: the lambda grid fitted on
 train, warm-started as configured, scored on validation), *refit* (``refit.run``: train
 + validation at the chosen lambda) and *evaluate* (``evaluate.run``: the test Hamming
 loss, in percent; the paper's Table 1 cell). Every setting (grid, warm start, tie rule,
@@ -45,7 +45,7 @@ PAPER = {
 
 def run_dataset(dataset: str) -> dict[str, Any]:
     """Tune, refit and evaluate (Birkhoff, Birkhoff) on ``dataset``; seconds per stage."""
-    from pipeline.stages import evaluate, refit, tune
+    from pipeline.runs import evaluate, refit, tune
 
     r = load((*OVERRIDES, f"dataset={dataset}"))
     t0 = time.perf_counter()

@@ -1,31 +1,30 @@
 """pipeline: the experiment workflow around :mod:`projloss`.
 
-Data:
+Commands (thin: ``python -m pipeline.<command>``, parse and call a core):
+:mod:`pipeline.fetch`, :mod:`pipeline.preprocess`, :mod:`pipeline.train` (one composition
+end to end, ``--multirun`` sweeps), :mod:`pipeline.stage` (the commands of ``dvc.yaml``),
+``pipeline.report`` (``report/__main__``) and :mod:`pipeline.params` (``params.yaml``).
 
-- :mod:`pipeline.fetch` (``python -m pipeline.fetch``): copy each dataset file from the
-  local mirror, or download it, verify its sha256 and write it atomically to
-  ``data/raw/<dataset>/``;
-- :mod:`pipeline.preprocess` (``python -m pipeline.preprocess``): the paper's protocol
-  (own split or 80/20, 25% validation hold-out, standardization) into
-  ``data/prepared/<variant>/``, plus the dataset statistics table;
-- :func:`pipeline.data.load_prepared`: the Python API the training stages use.
+Folders, one concern each (the flow: data -> config -> runs -> report):
 
-Experiments (compositions of the Hydra groups of ``conf/``):
+- :mod:`pipeline.data`: the dataset registry, readers, fetch, the paper's protocol and
+  the prepared splits; :func:`pipeline.data.load_prepared` is the Python API;
+- :mod:`pipeline.config`: the run config, composition checks, experiments of
+  ``params.yaml``;
+- :mod:`pipeline.runs`: scoring, tune / refit / evaluate (Hydra-free cores), their
+  parallel execution, figures, MLflow tracking;
+- :mod:`pipeline.report`: the paper's tables and figures (and the repeated-splits report);
+- :mod:`pipeline.cluster`: PostgreSQL / MLflow / Ray services, the Ray joblib backend;
+- common modules: :mod:`pipeline.errors`, :mod:`pipeline.paths` (the project root and
+  every output directory), :mod:`pipeline.fileio`, :mod:`pipeline.lifecycle`,
+  :mod:`pipeline.argv`, ``pipeline._hydra``.
 
-- :mod:`pipeline.composition`: validate a composition, build its estimator;
-- :mod:`pipeline.stages` ``tune`` / ``refit`` / ``evaluate``: the Hydra-free cores (lambda
-  on validation, refit on train + validation, test metrics, predictions, figures);
-- :mod:`pipeline.train` (``python -m pipeline.train [--multirun]``): one composition end
-  to end, logged to MLflow (:mod:`pipeline.tracking`);
-- :mod:`pipeline.stage` (``python -m pipeline.stage <stage> [experiment]``): the commands
-  of ``dvc.yaml``, reading ``params.yaml`` (:mod:`pipeline.params`,
-  :mod:`pipeline.experiments`).
-
-The engine (:mod:`projloss`) never imports this package, so it works without the
-``pipeline`` extra (liac-arff, tqdm, pyyaml, hydra-core, mlflow, dvc, matplotlib).
+No module imports a command module. The engine (:mod:`projloss`) never imports this
+package, so it works without the ``pipeline`` extra (liac-arff, tqdm, pyyaml, hydra-core,
+mlflow, dvc, matplotlib).
 """
 
-from .registry import register_resolver as _register_resolver
+from .data.registry import register_resolver as _register_resolver
 
 # ``${registry_datasets:...}`` of conf/config.yaml (the default sweep): from the registry.
 _register_resolver()

@@ -3,7 +3,7 @@
 Errors and signals end a command through :func:`pipeline.lifecycle.command` (one line
 ``error: ...``, exit status 1). In a ``--multirun`` sweep a failing job does not stop the
 sweep: its error line names the job, the failure is recorded in the sweep directory
-(``.failed/<job>.txt``) and :class:`pipeline.callbacks.SweepProgress` ends the sweep with
+(``.failed/<job>.txt``) and :class:`pipeline.runs.callbacks.SweepProgress` ends the sweep with
 ``error: k of N jobs failed: ...`` and exit status 1 once every job has run.
 """
 

@@ -82,7 +82,7 @@ class DataFormatError(DatasetError, ValueError):
 
     The message is one line, ``<problem> (dataset 'x', file <path>, row <n>); <remedy>``,
     ``row`` being the 1-based line number in the file (as an editor shows it).  The reader
-    raises it without the dataset name; :func:`pipeline.readers.load_raw` adds it.
+    raises it without the dataset name; :func:`pipeline.data.readers.load_raw` adds it.
 
     >>> str(DataFormatError("empty field in column 'A2'", "x.txt", 4, "fill it in", "x"))
     "empty field in column 'A2' (dataset 'x', file x.txt, row 4); fill it in"

@@ -1,6 +1,6 @@
 """``python -m pipeline.fetch [datasets=...] [data.mirror=...]``: Hydra entry point.
 
-Composes ``conf/fetch.yaml`` and calls :func:`pipeline.stages.fetch.run`.  With no
+Composes ``conf/fetch.yaml`` and calls :func:`pipeline.data.fetch.run`.  With no
 arguments it fetches every mirrored dataset.
 """
 
@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
-from .stages import fetch
+from .data import fetch
 
 
 @hydra.main(config_path=config_path(), config_name="fetch", version_base="1.3")

@@ -8,7 +8,7 @@ what happened                 what the command does
 ============================  ===========================================================
 a :class:`PipelineError`      one line ``error: <message>`` on stderr, exit status 1
 SIGINT (Ctrl-C) / SIGTERM     the MLflow run and its child runs are marked KILLED (by
-                              :meth:`pipeline.tracking.MLflowTracker.parent_run`), one
+                              :meth:`pipeline.runs.tracking.MLflowTracker.parent_run`), one
                               line ``error: interrupted ...``, exit status 130 / 143
 the parent process died       (``pipeline.stage`` under ``dvc``) the same as SIGTERM
 ============================  ===========================================================

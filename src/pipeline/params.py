@@ -7,36 +7,20 @@ Hydra integration (``.dvc/config``: ``[hydra] enabled = true``), so the two neve
 
 ``$PROJLOSS_MIRROR`` is ignored while composing, so the committed file records the default
 mirror on every machine (the DVC stages still honour the variable, see
-:func:`pipeline.experiments.data_node`).
+:func:`pipeline.config.experiments.data_node`).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .experiments import MIRROR_ENV, params_path
-from .paths import conf_dir
+from .config.experiments import compose_params, params_path
 
-
-def compose_params(overrides: Sequence[str] = ()) -> str:
-    """The YAML text of params.yaml for these Hydra overrides (as DVC composes it)."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    saved = os.environ.pop(MIRROR_ENV, None)
-    try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-            cfg = compose(config_name="config", overrides=list(overrides))
-        OmegaConf.resolve(cfg)
-    finally:
-        if saved is not None:
-            os.environ[MIRROR_ENV] = saved
-    return OmegaConf.to_yaml(cfg)
+__all__ = ["compose_params", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -2,7 +2,8 @@
 
 Hydra may change the working directory of a job, so no path of the pipeline is ever
 resolved against the cwd: a relative path in a config means "relative to the project
-root".  The root is, in order:
+root". The output directories of the DVC stages are here too (``EVAL_DIR``, ...), so that
+the report reads them without importing a command module.  The root is, in order:
 
 1. the environment variable ``PROJLOSS_ROOT`` when set;
 2. the first parent of this package's directory that holds both ``pyproject.toml`` and
@@ -17,6 +18,14 @@ import os
 from pathlib import Path
 
 ROOT_ENV = "PROJLOSS_ROOT"
+
+#: where the DVC stages write, relative to the project root (the outputs of dvc.yaml)
+RAW_DIR = Path("data/raw")
+PREPARED_DIR = Path("data/prepared")
+TUNING_DIR = Path("data/tuning")
+MODELS_DIR = Path("models")
+METRICS_DIR = Path("metrics")
+EVAL_DIR = Path("data/eval")
 
 
 def _is_root(path: Path) -> bool:

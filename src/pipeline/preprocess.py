@@ -1,6 +1,6 @@
 """``python -m pipeline.preprocess [datasets=...] [data.drop_empty=true] ...``: Hydra entry.
 
-Composes ``conf/preprocess.yaml`` and calls :func:`pipeline.stages.preprocess.run`.
+Composes ``conf/preprocess.yaml`` and calls :func:`pipeline.data.prepare.run`.
 With no arguments it prepares every mirrored dataset and writes the statistics table.
 """
 
@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
-from .stages import preprocess
+from .data import prepare as preprocess
 
 
 @hydra.main(config_path=config_path(), config_name="preprocess", version_base="1.3")

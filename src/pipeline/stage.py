@@ -11,12 +11,12 @@ what DVC tracks is what runs::
     python -m pipeline.stage evaluate t1-iris   # -> metrics/t1-iris.json, data/eval/t1-iris/
 
 Each stage calls the same cores as ``python -m pipeline.train``
-(:mod:`pipeline.stages`). One process per stage and experiment runs all the experiment's
-compositions (a process costs seconds of imports). The MLflow parent run of a composition
-is created by ``tune`` (and left SCHEDULED) and resumed by ``evaluate`` (its id is in the
-tuning JSON; FINISHED with the test metrics);
-``refit`` only fits and saves. Errors are one clear line and exit status 1; a stage
-gets SIGTERM when its parent (``dvc``) dies and marks its MLflow runs KILLED
+(:mod:`pipeline.data`, :mod:`pipeline.runs`). One process per stage and experiment runs all
+the experiment's compositions (a process costs seconds of imports). The MLflow parent run of
+a composition is created by ``tune`` (and left SCHEDULED) and resumed by ``evaluate`` (its
+id is in the tuning JSON; FINISHED with the test metrics); ``refit`` only fits and saves.
+Errors are one clear line and exit status 1; a stage gets SIGTERM when its parent (``dvc``)
+dies and marks its MLflow runs KILLED
 (:mod:`pipeline.lifecycle`).
 """
 
@@ -32,17 +32,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .paths import project_root
+from .paths import (
+    EVAL_DIR,
+    METRICS_DIR,
+    MODELS_DIR,
+    PREPARED_DIR,
+    RAW_DIR,
+    TUNING_DIR,
+    project_root,
+)
 
 log = logging.getLogger("pipeline.stage")
 
-#: where the stages write (relative to the project root; the same paths as dvc.yaml)
-RAW_DIR = Path("data/raw")
-PREPARED_DIR = Path("data/prepared")
-TUNING_DIR = Path("data/tuning")
-MODELS_DIR = Path("models")
-METRICS_DIR = Path("metrics")
-EVAL_DIR = Path("data/eval")
 STAGES = ("fetch", "preprocess", "tune", "refit", "evaluate")
 
 
@@ -53,15 +54,15 @@ def _out(path: Path) -> Path:
 def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
     """The ``data`` settings of params.yaml for a DVC stage: the data directories must be
     the ones ``dvc.yaml`` declares as outputs; download bars only on a terminal."""
-    from .experiments import data_node
+    from .config.experiments import data_node
+    from .config.settings import data_settings
     from .paths import resolve
-    from .settings import data_settings
 
     data = data_node(params)
     settings = data_settings(data)
     for key, want in (("raw_dir", RAW_DIR), ("prepared_dir", PREPARED_DIR)):
         if getattr(settings, key) != resolve(want):
-            from .composition import CompositionError
+            from .config.composition import CompositionError
 
             raise CompositionError(
                 f"data.{key}={data.get(key)!r}: in the DVC pipeline it must be {want} (the "
@@ -74,7 +75,7 @@ def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def fetch(params: Mapping[str, Any]) -> None:
     """Fetch the ``datasets`` selection (into ``data/raw``)."""
-    from .stages import fetch as core
+    from .data import fetch as core
 
     core.run({"data": stage_data(params), "datasets": params.get("datasets", "mirrored")})
 
@@ -86,10 +87,10 @@ def preprocess(params: Mapping[str, Any]) -> None:
     variant an experiment may choose with its own ``data`` / ``splits`` keys: each
     orreview split of the ordinal datasets and ``drop_empty`` of the multilabel ones (so
     that editing an experiment never re-runs this stage)."""
-    from .protocol import Variant
-    from .registry import select
-    from .settings import PROTOCOL_DEFAULTS, data_settings
-    from .stages import preprocess as core
+    from .config.settings import PROTOCOL_DEFAULTS, data_settings
+    from .data import prepare as core
+    from .data.protocol import Variant
+    from .data.registry import select
 
     data = stage_data(params)
     selection = params.get("datasets", "mirrored")
@@ -118,7 +119,7 @@ def preprocess(params: Mapping[str, Any]) -> None:
 
 
 def _tracker(params: Mapping[str, Any], key: str) -> Any:
-    from .tracking import TrackingSettings, make_tracker
+    from .runs.tracking import TrackingSettings, make_tracker
 
     settings = TrackingSettings.from_config(params.get("tracking"))
     if not settings.group:
@@ -137,12 +138,12 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
-    from . import splits
-    from .composition import validate
-    from .experiments import compose_runs, get_experiment
+    from .config.composition import validate
+    from .config.experiments import compose_runs, get_experiment
+    from .config.settings import check_run_config
     from .fileio import write_json
-    from .settings import check_run_config
-    from .tracking import RecordingTracker, run_params
+    from .runs import parallel as splits
+    from .runs.tracking import RecordingTracker, run_params
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
@@ -193,7 +194,7 @@ def _n_jobs(params: Mapping[str, Any]) -> int:
     stages (the runs of an experiment) and of split sweeps (-1: every core; 1: none)."""
     value = params.get("n_jobs", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value == 0:
-        from .composition import CompositionError
+        from .config.composition import CompositionError
 
         raise CompositionError(f"n_jobs must be a non-zero integer (-1: every core), got {value!r}")
     return value
@@ -222,7 +223,7 @@ def _tuning(key: str) -> dict[str, Any]:
 def refit(params: Mapping[str, Any], key: str) -> Path:
     """Refit every run of ``key`` on train + validation; write ``models/<key>/<run>/``
     (worker processes when ``n_jobs != 1``)."""
-    from . import splits
+    from .runs import parallel as splits
 
     tuning = _tuning(key)
     root = _out(MODELS_DIR / key)
@@ -250,11 +251,11 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
 def evaluate(params: Mapping[str, Any], key: str) -> Path:
     """Evaluate every run of ``key`` on test, log to its MLflow run; write
     ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``."""
-    from . import splits
-    from .composition import validate
+    from .config.composition import validate
     from .fileio import write_json
-    from .stages import evaluate as core
-    from .stages import refit as refit_core
+    from .runs import evaluate as core
+    from .runs import parallel as splits
+    from .runs import refit as refit_core
 
     tuning = _tuning(key)
     tracker = _tracker(params, key)
@@ -383,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _run_stage(args: argparse.Namespace) -> None:
-    from .experiments import load_params
+    from .config.experiments import load_params
 
     params = load_params(args.params)
     if args.stage == "fetch":

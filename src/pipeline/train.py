@@ -36,20 +36,20 @@ from omegaconf import DictConfig
 
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
-from .composition import validate
-from .settings import check_run_config, to_plain
+from .config.composition import validate
+from .config.settings import check_run_config, to_plain
 
 log = logging.getLogger("pipeline.train")
 
 
 def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     """Run one composition (a composed config, plain or DictConfig); return the test
-    results of :func:`pipeline.stages.evaluate.run` plus ``tune`` (the validation curves),
+    results of :func:`pipeline.runs.evaluate.run` plus ``tune`` (the validation curves),
     ``refitted`` (the estimators), ``run_id`` (MLflow) and ``composition``."""
-    from .data import load_prepared
-    from .stages import evaluate, refit, tune
-    from .stages.evaluate import summary_line
-    from .tracking import TrackingSettings, make_tracker, run_params
+    from .data.api import load_prepared
+    from .runs import evaluate, refit, tune
+    from .runs.evaluate import summary_line
+    from .runs.tracking import TrackingSettings, make_tracker, run_params
 
     start = time.perf_counter()
     plain = to_plain(cfg)

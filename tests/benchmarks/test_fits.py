@@ -7,7 +7,7 @@ import pytest
 from benchmarks import fits, table1
 from benchmarks.compose import compose
 from benchmarks.registry import Context
-from pipeline.composition import validate
+from pipeline.config.composition import validate
 
 
 def _value(overrides: tuple[str, ...], group: str) -> str:

@@ -32,7 +32,8 @@ ROOT = project_root()
 @pytest.fixture(scope="session")
 def iris_data(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Data overrides of a prepared iris (fetched from the mirror)."""
-    from pipeline.stages import fetch, preprocess
+    from pipeline.data import fetch
+    from pipeline.data import prepare as preprocess
 
     root = tmp_path_factory.mktemp("data")
     data = {

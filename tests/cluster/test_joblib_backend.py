@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from pipeline import splits
 from pipeline.cluster.joblib_backend import ADDRESS_ENV, backend
-from pipeline.composition import validate
+from pipeline.config.composition import validate
 from pipeline.paths import project_root
+from pipeline.runs import parallel as splits
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from mirror import require_mirror
+from pipeline.config.settings import DataSettings, data_settings
+from pipeline.data import fetch
+from pipeline.data.prepare import RawCache
+from pipeline.data.readers import RawData
+from pipeline.data.registry import DatasetSpec, get_spec, list_specs
 from pipeline.paths import project_root
-from pipeline.readers import RawData
-from pipeline.registry import DatasetSpec, get_spec, list_specs
-from pipeline.settings import DataSettings, data_settings
-from pipeline.stages import fetch
-from pipeline.stages.preprocess import RawCache
 
 ROOT = project_root()
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "", None}
@@ -118,7 +118,7 @@ TRAIN_DATASETS = ["iris", "wine", "emotions", "ERA"]
 @pytest.fixture(scope="session")
 def prepared(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> DataSettings:
     """Settings whose raw and prepared dirs hold :data:`TRAIN_DATASETS` (done once)."""
-    from pipeline.stages import preprocess
+    from pipeline.data import prepare as preprocess
 
     settings = make_settings(tmp_path_factory.mktemp("prepared"), mirror)
     fetch.run(cfg_for(settings, datasets=TRAIN_DATASETS))
@@ -163,7 +163,7 @@ class RecordingTracker:
     enabled = True
 
     def __init__(self, **settings: Any) -> None:
-        from pipeline.tracking import TrackingSettings
+        from pipeline.runs.tracking import TrackingSettings
 
         self.settings = TrackingSettings(**settings)
         self.run_id = "recorded"

@@ -156,7 +156,7 @@ def test_sweep_output(prepared, tmp_path: Path) -> None:
 
 def test_run_link() -> None:
     """The summary line's tail: the run id, and the run's page on a tracking server."""
-    from pipeline.tracking import Tracker, run_url
+    from pipeline.runs.tracking import Tracker, run_url
 
     assert Tracker().run_link("label_ranking", None) == ""
 
@@ -235,8 +235,8 @@ def test_preprocess_logs_one_line_per_dataset(tmp_path: Path, mirror: Path, capl
     dataset, not one per split (the DVC preprocess stage prepares all 30)."""
     import logging
 
-    from pipeline.stages import fetch as fetch_stage
-    from pipeline.stages import preprocess as preprocess_stage
+    from pipeline.data import fetch as fetch_stage
+    from pipeline.data import prepare as preprocess_stage
 
     from .conftest import cfg_for, make_settings
 

@@ -1,6 +1,6 @@
 """Validation of every composition of the groups, and the estimators they build.
 
-The oracle is independent of :mod:`pipeline.composition`: the engine's own list of valid
+The oracle is independent of :mod:`pipeline.config.composition`: the engine's own list of valid
 (projection set, geometry, decoding set) per task (:func:`projloss.tasks.valid_compositions`)
 plus the pipeline's rules written out here (``decoder: same``, the two ordinal baselines,
 datasets of the task).
@@ -19,12 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.composition import (
-    CompositionError,
-    lambda_grid,
-    make_estimator,
-    validate,
-)
+from pipeline.config.composition import CompositionError, lambda_grid, make_estimator, validate
 from projloss import estimators as E
 from projloss.sets import Birkhoff
 from projloss.tasks import get_task, valid_compositions

@@ -8,9 +8,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from pipeline.callbacks import count_jobs
-from pipeline.composition import DATASET_TASKS, CompositionError, validate
-from pipeline.registry import list_specs
+from pipeline.config.composition import DATASET_TASKS, CompositionError, validate
+from pipeline.data.registry import list_specs
+from pipeline.runs.callbacks import count_jobs
 
 from .conftest import ROOT
 from .conftest import compose as compose_one

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.data import load_prepared
+from pipeline.data.api import load_prepared
 
 from .conftest import make_settings
 from .stages.test_fetch import offline

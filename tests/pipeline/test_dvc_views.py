@@ -205,7 +205,7 @@ def test_the_small_list_runs_the_papers_compositions(monkeypatch: pytest.MonkeyP
     """Every run of the small list's t1-iris is the paper list's lr run on iris (same
     task, target loss, set, geometry, decoder and model): its cube/cube is the paper's
     27.78 column, not the entrywise-Hamming variant (17.04)."""
-    from pipeline.experiments import compose_runs
+    from pipeline.config.experiments import compose_runs
 
     monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)
     small = yaml.safe_load(compose_params(["experiments=default"]))
@@ -257,7 +257,7 @@ def _stale(
 def test_stale_filter_ignores_missing_data_only() -> None:
     status = {
         "preprocess": [
-            {"changed deps": {"data/raw": "deleted", "src/pipeline/stats.py": "modified"}},
+            {"changed deps": {"data/raw": "deleted", "src/pipeline/data/stats.py": "modified"}},
             {"changed deps": {"params.yaml": {"data.seed": "modified"}}},
             {"changed outs": {"data/prepared": "deleted", "reports/stats.md": "modified"}},
         ],
@@ -268,7 +268,7 @@ def test_stale_filter_ignores_missing_data_only() -> None:
     outs = ["data/raw", "data/prepared", "data/eval/lr", "models/lr"]
     assert _stale(status, outs, frozenset({"reports/stats.md"})) == {
         "preprocess": [
-            "src/pipeline/stats.py modified",
+            "src/pipeline/data/stats.py modified",
             "params.yaml:data.seed modified",
             "reports/stats.md (committed output) modified",
         ],

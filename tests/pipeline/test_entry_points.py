@@ -10,7 +10,8 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from pipeline.stages import fetch, preprocess
+from pipeline.data import fetch
+from pipeline.data import prepare as preprocess
 
 from .conftest import ROOT
 from .stages.test_fetch import offline

@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
-from pipeline.composition import CompositionError, validate
-from pipeline.experiments import compose_runs, data_node, get_experiment
+from pipeline.config.composition import CompositionError, validate
+from pipeline.config.experiments import compose_runs, data_node, get_experiment
 from pipeline.params import compose_params
 
 

@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
-from pipeline.protocol import Variant, apply_protocol, knapsack_upper, split_indices, stacked
-from pipeline.registry import get_spec
+from pipeline.data.protocol import Variant, apply_protocol, knapsack_upper, split_indices, stacked
+from pipeline.data.registry import get_spec
 
 CASES = [  # (dataset, drop_empty)
     ("iris", False),  # no own split: 80/20

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from pipeline.data.registry import DatasetSpec, get_spec, list_specs, load_spec, select
 from pipeline.errors import RegistryError, UnknownDatasetError
-from pipeline.registry import DatasetSpec, get_spec, list_specs, load_spec, select
 from pipeline.tools.gen_registry import build, dump
 
 from .conftest import ROOT

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.composition import CompositionError
-from pipeline.scoring import best_index, metrics_of, score, task_metrics
+from pipeline.config.composition import CompositionError
+from pipeline.runs.scoring import best_index, metrics_of, score, task_metrics
 
 
 def test_label_ranking_hamming_by_hand() -> None:

@@ -1,15 +1,15 @@
-"""Worker processes of the DVC stages (:mod:`pipeline.splits`): fitting in a worker and
+"""Worker processes of the DVC stages (:mod:`pipeline.runs.parallel`): fitting in a worker and
 replaying its recorded logging gives what fitting in the stage's process logs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline import splits
-from pipeline.composition import validate
-from pipeline.data import load_prepared
-from pipeline.stages import tune
-from pipeline.tracking import RecordingTracker
+from pipeline.config.composition import validate
+from pipeline.data.api import load_prepared
+from pipeline.runs import parallel as splits
+from pipeline.runs import tune
+from pipeline.runs.tracking import RecordingTracker
 
 from .conftest import RecordingTracker as FakeTracker
 from .conftest import run_config

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.composition import CompositionError
+from pipeline.config.composition import CompositionError
 from pipeline.params import compose_params
 from pipeline.stage import main, stage_data
 

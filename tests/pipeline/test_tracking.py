@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.tracking import (
+from pipeline.runs.tracking import (
     MLflowTracker,
     Tracker,
     TrackingError,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipeline import train
-from pipeline.data import load_prepared
+from pipeline.data.api import load_prepared
 
 from .conftest import ROOT, data_overrides, run_config
 from .test_tracking import closed_port

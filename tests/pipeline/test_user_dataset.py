@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from pipeline.data import load_prepared
+from pipeline.data import fetch
+from pipeline.data import prepare as preprocess
+from pipeline.data.api import load_prepared
 from pipeline.fileio import sha256_file
-from pipeline.stages import fetch, preprocess
 
 from .conftest import ROOT, cfg_for, make_settings
 from .stages.test_fetch import offline

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from pipeline.config.settings import DataSettings, data_settings
 from pipeline.paths import project_root
-from pipeline.settings import DataSettings, data_settings
 
 ROOT = project_root()
 

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from mirror import require_mirror
+from pipeline.config.settings import DataSettings, data_settings
 from pipeline.paths import project_root
-from pipeline.settings import DataSettings, data_settings
 
 ROOT = project_root()
 #: a fast run: two lambdas, no models or figures logged
@@ -46,7 +46,8 @@ def free_port() -> int:
 
 def prepare_iris(base: Path) -> DataSettings:
     """iris fetched from the mirror and prepared under ``base`` (``raw``, ``prepared``)."""
-    from pipeline.stages import fetch, preprocess
+    from pipeline.data import fetch
+    from pipeline.data import prepare as preprocess
 
     settings = data_settings(
         {

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from pipeline import errors
-from pipeline.data import load_prepared
-from pipeline.stages import fetch, preprocess
+from pipeline.data import fetch
+from pipeline.data import prepare as preprocess
+from pipeline.data.api import load_prepared
 
 from ._data_fixtures import (
     FORMATS,
@@ -331,8 +332,8 @@ def test_dvc_preprocess_stage_rebuilds_every_stale_variant(
     import shutil
 
     from pipeline import stage
+    from pipeline.data.storage import load_stats
     from pipeline.paths import project_root
-    from pipeline.storage import load_stats
 
     root = tmp_path / "root"
     root.mkdir()
@@ -497,8 +498,8 @@ def test_fetch_failure_of_one_dataset_does_not_stop_the_others(tmp_path: Path) -
 def test_stats_table_keeps_rows_of_datasets_not_here(tmp_path: Path) -> None:
     """Preprocessing one dataset in a fresh clone keeps the committed rows of the others
     (the paper's datasets do not become "not fetched")."""
+    from pipeline.config.settings import data_settings
     from pipeline.paths import project_root
-    from pipeline.settings import data_settings
 
     root = project_root()
     committed = (root / "reports" / "dataset_stats.csv").read_text()
@@ -551,8 +552,8 @@ def test_ordinal_split_out_of_range_is_one_line(tmp_path: Path) -> None:
 
 
 def test_ordinal_split_out_of_range_in_the_api(tmp_path: Path) -> None:
+    from pipeline.data.registry import get_spec
     from pipeline.paths import project_root
-    from pipeline.registry import get_spec
 
     settings = settings_for(tmp_path)
     spec = get_spec("ERA", [project_root() / "conf" / "dataset"])
@@ -638,7 +639,7 @@ def test_unknown_dataset_task_names_the_valid_tasks() -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from pipeline.composition import CompositionError, validate
+    from pipeline.config.composition import CompositionError, validate
     from pipeline.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -656,7 +657,7 @@ def test_unknown_dataset_task_in_the_registry(tmp_path: Path) -> None:
     write_dataset(tmp_path, "u", "label_ranking")
     path = tmp_path / "registry" / "u.yaml"
     path.write_text(path.read_text().replace("task: label_ranking", "task: ranking"))
-    from pipeline.registry import load_spec
+    from pipeline.data.registry import load_spec
 
     with pytest.raises(errors.RegistryError, match=r"task must be one of \['label_ranking'"):
         load_spec(path)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pipeline import registry
-from pipeline.composition import CompositionError, validate
+from pipeline.config.composition import CompositionError, validate
+from pipeline.data import registry
 from pipeline.errors import RegistryError
 from pipeline.paths import project_root
 
@@ -41,7 +41,7 @@ def compose(overrides: list[str], root: Path = ROOT) -> object:
 
 
 def paper_only(names: list[str]) -> list[str]:
-    from pipeline.registry import list_specs
+    from pipeline.data.registry import list_specs
 
     specs = list_specs([ROOT / "conf" / "dataset"])
     return [n for n in names if n in specs and specs[n].mirrored]

@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 
 from pipeline import errors
-from pipeline.errors import (
-    CompositionError,
-    ConfigError,
-    DataError,
-    PipelineError,
-    TrackingError,
-)
+from pipeline.config.settings import check_run_config
+from pipeline.errors import CompositionError, ConfigError, DataError, PipelineError, TrackingError
 from pipeline.lifecycle import Terminated, command
-from pipeline.settings import check_run_config
 
 from ._run_fixtures import (
     FAST,
@@ -59,7 +53,8 @@ def compose(overrides: list[str], config: str = "config") -> dict:
 
 # --------------------------------------------------------------------------- the error tree
 def test_one_error_tree_and_the_old_import_paths() -> None:
-    from pipeline import composition, tracking
+    from pipeline.config import composition
+    from pipeline.runs import tracking
 
     for cls in (ConfigError, CompositionError, DataError, TrackingError):
         assert issubclass(cls, PipelineError)
@@ -161,7 +156,7 @@ def test_every_config_of_the_project_is_valid() -> None:
     must not reject what the project itself runs)."""
     import yaml
 
-    from pipeline.experiments import compose_runs
+    from pipeline.config.experiments import compose_runs
     from pipeline.params import compose_params
 
     for overrides in ([], ["model=poly"], ["model=median", "task=ordinal"], ["task=multilabel"]):

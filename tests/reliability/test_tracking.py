@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import TrackingError
-from pipeline.tracking import MLflowTracker, TrackingSettings, make_tracker, owner_tags
+from pipeline.runs.tracking import MLflowTracker, TrackingSettings, make_tracker, owner_tags
 
 from ._run_fixtures import (
     FAST,

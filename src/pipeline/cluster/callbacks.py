@@ -5,7 +5,7 @@ run; the launcher reports the job failed or runs it again (Ray's ``max_retries``
 the dead attempt's parent run would stay RUNNING forever. When the sweep ends, every job
 has returned, so a run of this sweep's ``group`` still RUNNING has no process left:
 :class:`CloseOrphanRuns` marks it KILLED with the tag ``projloss.closed_by`` (KILLED as a
-run superseded by its retry, :meth:`pipeline.tracking.MLflowTracker.orphans`: a process
+run superseded by its retry, :meth:`pipeline.runs.tracking.MLflowTracker.orphans`: a process
 that died; FAILED is kept for a job that raised).
 """
 
@@ -70,7 +70,7 @@ class CloseOrphanRuns(Callback):
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if not tracking.get("enabled", True):
             return
-        from pipeline.tracking import connection_uri, resolve_uri
+        from ..runs.tracking import connection_uri, resolve_uri
 
         group = tracking.get("group") or str(config.hydra.sweep.dir)
         uri = connection_uri(resolve_uri(tracking.get("uri")))

@@ -1,7 +1,7 @@
 """The DVC stages' joblib tasks on a Ray cluster (``dvc repro`` scales out).
 
 The stages tune, refit and evaluate run their independent tasks (the runs of an
-experiment, the splits of a split sweep) with joblib (:func:`pipeline.splits.run_tasks`).
+experiment, the splits of a split sweep) with joblib (:func:`pipeline.runs.parallel.run_tasks`).
 When ``PROJLOSS_RAY_ADDRESS`` names a Ray cluster (``127.0.0.1:6379``, ``auto``), those
 tasks go to it through Ray's joblib backend (``ray.util.joblib``), ``n_jobs=-1`` meaning
 every CPU of the cluster; unset, joblib's local processes (the default). The results do

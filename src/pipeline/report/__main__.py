@@ -54,7 +54,7 @@ def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
     """The report directory (``--out``, else params.yaml ``report.dir``: each experiment
     list chooses its own, ``reports`` for the paper's) and the experiment keys of
     params.yaml (None without a params.yaml)."""
-    from ..experiments import load_params, params_path
+    from ..config.experiments import load_params, params_path
     from ..paths import resolve
 
     if not params_path().is_file():
@@ -68,8 +68,8 @@ def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
 
 def _log(files: list[Path], findings: list[dict]) -> None:
     """One run of ``<prefix>/report`` with the report files as artifacts."""
-    from ..experiments import load_params
-    from ..tracking import make_tracker
+    from ..config.experiments import load_params
+    from ..runs.tracking import make_tracker
 
     params = load_params()
     tracker = make_tracker(params.get("tracking"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..figures import _figure, save
+from ..runs.figures import _figure, save
 from .tables import Table
 
 #: task plot -> the table it draws
@@ -55,9 +55,9 @@ def placeholder(text: str) -> Any:
 
 def figure3(root: Path, spec: Mapping[str, Any]) -> Any:
     """The soft permutation matrix of one test sample (None when the model is missing)."""
-    from ..data import load_prepared
-    from ..stage import EVAL_DIR, MODELS_DIR
-    from ..stages import refit as refit_core
+    from ..data.api import load_prepared
+    from ..paths import EVAL_DIR, MODELS_DIR
+    from ..runs import refit as refit_core
     from .results import RESULTS
 
     experiment, run = spec.get("experiment"), spec.get("run")
@@ -69,7 +69,7 @@ def figure3(root: Path, spec: Mapping[str, Any]) -> Any:
         return None
     import json
 
-    from ..settings import to_plain
+    from ..config.settings import to_plain
 
     refitted = refit_core.load(model_dir)
     tuning = json.loads((Path(root) / "data" / "tuning" / f"{experiment}.json").read_text())

@@ -27,7 +27,7 @@ def repeated_experiments(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """The experiments of the list ``paper-repeated`` (composed as params.yaml would be)."""
     import yaml
 
-    from ..params import compose_params
+    from ..config.experiments import compose_params
 
     params = yaml.safe_load(compose_params([f"experiments={LIST}", *overrides]))
     return dict(params.get("experiments") or {})

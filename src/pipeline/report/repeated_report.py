@@ -95,7 +95,7 @@ def _rows(spec: TableSpec, experiments: Mapping[str, Any]) -> list[Row]:
 
 
 def _load(root: Path, key: str, run: str) -> dict[str, Any] | None:
-    from ..stage import EVAL_DIR
+    from ..paths import EVAL_DIR
 
     path = root / EVAL_DIR / key / run / RESULTS
     if not path.is_file():
@@ -717,8 +717,8 @@ def cli_report(repeats: int, tracking: bool = True) -> None:
 def log_report(report: Report, metrics_path: Path) -> None:
     """One MLflow run (experiment ``<prefix>/report``, run name ``repeated splits``) with
     the tables, diagrams and README as artifacts and the summary as metrics."""
-    from ..experiments import load_params
-    from ..tracking import make_tracker
+    from ..config.experiments import load_params
+    from ..runs.tracking import make_tracker
 
     tracker = make_tracker(load_params().get("tracking"))
     if not tracker.enabled:

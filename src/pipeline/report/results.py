@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..stage import EVAL_DIR
+from ..paths import EVAL_DIR
 
 RESULTS = "results.json"
 

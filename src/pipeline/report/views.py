@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from ..paths import TUNING_DIR
 from .tables import DIFFERS, MATCH, NOISE, NOT_RUN, Table
 
 SUMMARY_DIR = "summary"
 TABLE_PLOTS_DIR = "plots/tables"
 VALIDATION_PLOTS_DIR = "plots/validation"
-TUNING_DIR = Path("data/tuning")
 #: the columns of the validation-curve CSV files
 VALIDATION_FIELDS = ("dataset", "run", "metric", "lambda", "log10_lambda", "value", "selected")
 TABLE_FIELDS = ("cell", "row", "column", "ours", "paper")

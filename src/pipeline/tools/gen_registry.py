@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
+from ..config.settings import data_settings
 from ..paths import conf_dir
-from ..settings import data_settings
 
 LIBSVM_ML = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multilabel"
 MULAN_HOME = "http://mulan.sourceforge.net/datasets-mlc.html"

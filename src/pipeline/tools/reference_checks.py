@@ -126,7 +126,7 @@ def protocol_run(
 ) -> tuple[float, float]:
     """Tune lambda on validation (lower score is better, ties to the smallest lambda),
     refit on train + validation, score on test: ``(test score, lambda)``."""
-    from ..scoring import best_index
+    from ..runs.scoring import best_index
 
     (X, y), (Xv, yv) = data.train, data.val
     values = [score(yv, decode(make(lam).fit(X, encode(y)).predict(Xv))) for lam in lambdas]
@@ -144,7 +144,7 @@ def run_checks(birkhoff_datasets: Sequence[str], out: Path) -> Path:
     from projloss.estimators import ProjectionLabelRanker
     from projloss.metrics import ranking_hamming_loss
 
-    from ..data import load_prepared
+    from ..data.api import load_prepared
     from ..report.paper import tables
 
     warnings.simplefilter("ignore", ConvergenceWarning)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.readers.label_ranking import parse_rankings, read
+from pipeline.data.readers.label_ranking import parse_rankings, read
 
 
 def test_parse_rankings_convention() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.readers.libsvm import read
+from pipeline.data.readers.libsvm import read
 
 TRAIN = "0,2 1:0.5 3:-1\n1 2:2.5\n 1:1 4:3\n2 4:0.25\n"  # third line: no labels
 TEST = "0 1:1\n"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.readers.mulan_arff import label_names_from_xml, read
+from pipeline.data.readers.mulan_arff import label_names_from_xml, read
 
 HEADER = """@relation toy
 @attribute f1 numeric

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.readers.orreview import read
+from pipeline.data.readers.orreview import read
 
 
 def _write(path: Path, X: np.ndarray, y: np.ndarray) -> None:

@@ -18,15 +18,17 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline import splits
-from pipeline.composition import validate
-from pipeline.data import load_prepared
+from pipeline.config.composition import validate
+from pipeline.config.experiments import compose_runs
+from pipeline.data import fetch
+from pipeline.data import prepare as preprocess
+from pipeline.data.api import load_prepared
 from pipeline.errors import MissingRawDataError
-from pipeline.experiments import compose_runs
 from pipeline.fileio import sha256_file
 from pipeline.params import compose_params
 from pipeline.report import repeated, repeated_report
-from pipeline.stages import evaluate, fetch, preprocess, refit, tune
+from pipeline.runs import evaluate, refit, tune
+from pipeline.runs import parallel as splits
 
 from ..conftest import ROOT, cfg_for, make_settings, run_config
 

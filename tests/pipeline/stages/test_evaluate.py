@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.data import load_prepared
-from pipeline.stages import evaluate, refit, tune
+from pipeline.data.api import load_prepared
+from pipeline.runs import evaluate, refit, tune
 
 from ..conftest import RecordingTracker, run_config
 

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline.data import fetch
+from pipeline.data.fetch import fetch_dataset, read_checksums, verify_raw
+from pipeline.data.registry import CHECKSUMS, get_spec
 from pipeline.errors import (
     ChecksumError,
     DatasetFailures,
     SourceUnavailableError,
     UnknownDatasetError,
 )
-from pipeline.registry import CHECKSUMS, get_spec
-from pipeline.stages import fetch
-from pipeline.stages.fetch import fetch_dataset, read_checksums, verify_raw
 
 from ..conftest import ROOT, cfg_for, make_settings
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from pipeline.data import prepare as preprocess
+from pipeline.data.protocol import stacked
+from pipeline.data.storage import load_scaler, load_split, load_stats
 from pipeline.errors import MissingRawDataError
-from pipeline.protocol import stacked
-from pipeline.stages import preprocess
-from pipeline.storage import load_scaler, load_split, load_stats
 
 from ..conftest import cfg_for, make_settings
 

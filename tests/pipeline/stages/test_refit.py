@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from pipeline.composition import make_estimator, validate
-from pipeline.data import load_prepared
-from pipeline.stages import refit, tune
+from pipeline.config.composition import make_estimator, validate
+from pipeline.data.api import load_prepared
+from pipeline.runs import refit, tune
 
 from ..conftest import run_config
 

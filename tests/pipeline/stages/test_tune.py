@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from pipeline.composition import make_estimator, validate
-from pipeline.data import load_prepared
-from pipeline.scoring import task_metrics
-from pipeline.stages import tune
+from pipeline.config.composition import make_estimator, validate
+from pipeline.data.api import load_prepared
+from pipeline.runs import tune
+from pipeline.runs.scoring import task_metrics
 
 from ..conftest import RecordingTracker, run_config
 

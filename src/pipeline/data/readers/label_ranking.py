@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataFormatError
+from ...errors import DataFormatError
 from ._text import check_drop, read_text, to_float
 
 Part = tuple[np.ndarray, np.ndarray]

@@ -22,7 +22,7 @@ read directly here to list, select and validate datasets.  A dataset YAML holds:
         urls: [https://...]      # download URLs, tried in order, optional
 
 A file is taken from ``path``, else from the mirror, else from its URLs (see
-:mod:`pipeline.stages.fetch`).  A dataset is *mirrored* when every file has a ``mirror``.
+:mod:`pipeline.data.fetch`).  A dataset is *mirrored* when every file has a ``mirror``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 
 import yaml
 
-from .errors import DataSettingError, RegistryError, UnknownDatasetError
-from .settings import to_plain
+from ..config.settings import to_plain
+from ..errors import DataSettingError, RegistryError, UnknownDatasetError
 
 TASKS = ("label_ranking", "ordinal", "multilabel")
 #: reader format -> the task whose labels it produces
@@ -346,8 +346,8 @@ def task_datasets(
     >>> task_datasets("label_ranking")  # doctest: +SKIP
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
     """
-    from .composition import DATASET_TASKS
-    from .paths import project_root, resolve
+    from ..config.composition import DATASET_TASKS
+    from ..paths import project_root, resolve
 
     wanted = (task,) if task in TASKS else DATASET_TASKS.get(task)
     if not wanted:

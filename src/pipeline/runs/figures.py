@@ -78,7 +78,7 @@ def soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str) -> An
 
 def save(fig: Any, path: Path) -> Path:
     """Write ``fig`` as PNG (atomically) and return the path."""
-    from .fileio import atomic_path
+    from ..fileio import atomic_path
 
     with atomic_path(Path(path)) as tmp:
         fig.savefig(tmp, format="png", dpi=100)

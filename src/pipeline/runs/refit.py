@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..composition import Composition, make_estimator, validate
+from ..config.composition import Composition, make_estimator, validate
+from ..config.settings import to_plain
 from ..fileio import atomic_path, write_json
-from ..settings import to_plain
 from .tune import convergence_warning, fit_quietly
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def run(
     composition: Composition | None = None,
 ) -> Refitted:
     """Refit the composition of ``cfg`` on ``data.train_val`` for each lambda ``tuned``
-    selected (the result of :func:`pipeline.stages.tune.run`)."""
+    selected (the result of :func:`pipeline.runs.tune.run`)."""
     cfg = to_plain(cfg)
     comp = composition or validate(cfg)
     X, y = data.train_val

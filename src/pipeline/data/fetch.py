@@ -1,6 +1,6 @@
 """Fetch stage: get each dataset file, verified, into ``data/raw/<dataset>/``.
 
-For every file of every selected dataset (registry: :mod:`pipeline.registry`):
+For every file of every selected dataset (registry: :mod:`pipeline.data.registry`):
 
 1. if ``data/raw/<dataset>/<file>`` is already there with the right sha256 (and size),
    keep it (so a re-run resumes where an interrupted one stopped) -- unless it comes from
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..config.settings import DataSettings, data_settings, to_plain
 from ..errors import (
     ChecksumError,
     DatasetError,
@@ -51,8 +52,7 @@ from ..fileio import (
     write_text,
 )
 from ..paths import project_root, resolve
-from ..registry import CHECKSUMS, DatasetSpec, FileSpec, select
-from ..settings import DataSettings, data_settings, to_plain
+from .registry import CHECKSUMS, DatasetSpec, FileSpec, select
 
 log = logging.getLogger(__name__)
 

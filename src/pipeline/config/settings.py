@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .paths import conf_dir, project_root, resolve
+from ..errors import ConfigError
+from ..paths import conf_dir, project_root, resolve
 
 #: The paper's protocol (GUIDE §3): prepared-data variants are named relative to these.
 PROTOCOL_DEFAULTS: dict[str, Any] = {
@@ -266,7 +266,7 @@ def check_run_config(cfg: Mapping[str, Any]) -> None:
     _check_lambdas(cfg.get("lambdas") or {})
     _check_model(cfg.get("model"))
     if "tracking" in cfg:
-        from .tracking import TrackingSettings
+        from ..runs.tracking import TrackingSettings
 
         TrackingSettings.from_config(cfg["tracking"])
     if "data" in cfg and isinstance(cfg["data"], Mapping):

@@ -1,9 +1,9 @@
 """Preprocess stage: the paper's protocol from ``data/raw/`` to ``data/prepared/``.
 
 For each selected dataset (and each requested ordinal split) this reads the raw files
-(:func:`pipeline.readers.load_raw`), splits and standardizes them
-(:mod:`pipeline.protocol`) and writes ``data/prepared/<dataset>[+variant]/`` (format:
-:mod:`pipeline.storage`).  A variant is keyed by content: its ``stats.json`` records the
+(:func:`pipeline.data.readers.load_raw`), splits and standardizes them
+(:mod:`pipeline.data.protocol`) and writes ``data/prepared/<dataset>[+variant]/`` (format:
+:mod:`pipeline.data.storage`).  A variant is keyed by content: its ``stats.json`` records the
 protocol parameters, the reader settings of the dataset YAML (format, options), the
 sha256 of the raw files it came from and the sha256 of each file it wrote.  It is left
 alone only when all of them still hold (:func:`staleness`); otherwise it is rebuilt, with a
@@ -14,7 +14,7 @@ Isolation: one dataset's failure (unreadable file, failed checksum...) never sto
 others.  Every failure is reported at the end, one line each; the run fails only when a
 dataset it was asked to build failed -- the statistics table, which covers every registry
 dataset, reports the others without failing.  Finally it writes the statistics table
-(``reports/dataset_stats.*``, :mod:`pipeline.stats`); datasets whose raw files are not
+(``reports/dataset_stats.*``, :mod:`pipeline.data.stats`); datasets whose raw files are not
 here keep their rows of the existing table.
 """
 
@@ -29,15 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from ..config.settings import DataSettings, data_settings, to_plain
 from ..errors import DatasetError, DatasetFailures, MissingRawDataError
 from ..fileio import sha256_file
-from ..protocol import SPLITS, Variant, apply_protocol, split_indices
-from ..readers import FILE_OPTIONS, RawData, load_raw
-from ..registry import DatasetSpec, list_specs, select
-from ..settings import DataSettings, data_settings, to_plain
-from ..stats import error_row, missing_row, read_table, summarize, table_row, write_table
-from ..storage import SCALER, load_stats, save_scaler, save_split, save_stats
 from .fetch import read_checksums, verify_raw
+from .protocol import SPLITS, Variant, apply_protocol, split_indices
+from .readers import FILE_OPTIONS, RawData, load_raw
+from .registry import DatasetSpec, list_specs, select
+from .stats import error_row, missing_row, read_table, summarize, table_row, write_table
+from .storage import SCALER, load_stats, save_scaler, save_split, save_stats
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ overrides, only choose a prepared variant with its own keys:
 - ``data: {drop_empty: true}`` or ``data: {ordinal_split: 3}``: the variant of its
   datasets (:data:`EXPERIMENT_DATA_KEYS`; the preprocess stage prepares all of them);
   ``data: {seed: 3}``: the split seed of its runs (repeated splits,
-  ``conf/experiments/paper-repeated.yaml``): split in memory (:mod:`pipeline.resplit`);
+  ``conf/experiments/paper-repeated.yaml``): split in memory (:mod:`pipeline.data.resplit`);
 - ``datasets: [ERA, ESL, ...]``: the runs x these datasets in one experiment (one process
   per stage instead of one per dataset); run ids become ``<dataset>/<run>``;
 - ``splits: all`` (or a list of split indices): every run on each orreview split of its
@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..paths import conf_dir, project_root
 from .composition import CompositionError
-from .paths import conf_dir, project_root
 
 #: settings taken from params.yaml for every run (not from the experiment's composition)
 GLOBAL_KEYS = ("lambdas", "seed", "warm_start", "progress", "data", "tracking")
@@ -60,6 +60,22 @@ ALL_PREPARED = "."
 #: the mirror of conf/data/default.yaml when PROJLOSS_MIRROR is unset
 DEFAULT_MIRROR = "../shared/datasets"
 MIRROR_ENV = "PROJLOSS_MIRROR"
+
+
+def compose_params(overrides: Sequence[str] = ()) -> str:
+    """The YAML text of params.yaml for these Hydra overrides (as DVC composes it)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    saved = os.environ.pop(MIRROR_ENV, None)
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+            cfg = compose(config_name="config", overrides=list(overrides))
+        OmegaConf.resolve(cfg)
+    finally:
+        if saved is not None:
+            os.environ[MIRROR_ENV] = saved
+    return OmegaConf.to_yaml(cfg)
 
 
 def params_path() -> Path:
@@ -305,8 +321,8 @@ def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: 
         return  # composed from the list
     if declared in (name, ALL_PREPARED):
         return
-    from .protocol import Variant
-    from .registry import get_spec
+    from ..data.protocol import Variant
+    from ..data.registry import get_spec
     from .settings import data_settings
 
     settings = data_settings(cfg)
@@ -325,7 +341,7 @@ def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: 
 
 
 def _split_list(cfg: Mapping[str, Any], splits: Any, key: str, rid: str) -> list[int]:
-    from .registry import get_spec
+    from ..data.registry import get_spec
     from .settings import data_settings
 
     spec = get_spec(cfg["dataset"], data_settings(cfg).dataset_dirs)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .fileio import write_text
+from ..fileio import write_text
 from .protocol import SPLITS, Variant, knapsack_upper, stacked
 from .readers import RawData
 from .registry import DatasetSpec

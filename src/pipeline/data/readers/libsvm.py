@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_files
 from sklearn.preprocessing import MultiLabelBinarizer
 
-from ..errors import DataFormatError
+from ...errors import DataFormatError
 from ._text import NOT_FINITE, read_text
 
 Part = tuple[sp.csr_matrix, np.ndarray]

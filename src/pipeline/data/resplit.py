@@ -4,7 +4,7 @@ The repeated-split experiments (``conf/experiments/paper-repeated.yaml``) run th
 protocol with the split seeds 1..R-1 (``data: {seed: s}`` of an experiment). Writing
 those variants under ``data/prepared/`` would change the DVC dependency of every paper
 experiment (``data/prepared``, the whole directory), so they are never written: the
-stages split the raw files in memory with :func:`pipeline.protocol.apply_protocol`, the
+stages split the raw files in memory with :func:`pipeline.data.protocol.apply_protocol`, the
 same code the preprocess stage runs (deterministic: tune, refit and evaluate see the same
 split). Datasets with their own test part (the multilabel ones) keep it; the seed then
 redraws the validation part only, as in the paper's protocol.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .data import PreparedData
+from ..config.settings import PROTOCOL_DEFAULTS, data_settings
+from .api import PreparedData
 from .protocol import SPLITS, Variant, apply_protocol
 from .registry import get_spec
-from .settings import PROTOCOL_DEFAULTS, data_settings
 
 
 def is_reseeded(cfg: Mapping[str, Any]) -> bool:
@@ -31,8 +31,8 @@ def is_reseeded(cfg: Mapping[str, Any]) -> bool:
 def load_resplit(cfg: Mapping[str, Any]) -> PreparedData:
     """The prepared data of ``cfg`` (a run config), split and standardized in memory from
     the raw files (checked against their sha256 sums), nothing written."""
+    from .fetch import verify_raw
     from .readers import load_raw
-    from .stages.fetch import verify_raw
 
     settings = data_settings(cfg.get("data"))
     spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)  # as splits.load

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import DataFormatError
+from ...errors import DataFormatError
 
 #: the remedy of a NaN/inf value
 NOT_FINITE = "missing or infinite values are not supported: fill the value in, or remove the row"

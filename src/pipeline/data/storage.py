@@ -2,7 +2,7 @@
 
 - ``train.npz``, ``val.npz``, ``test.npz`` (:func:`numpy.savez`, uncompressed): ``y``
   (labels, compact dtype), ``index`` (row ids in the raw parts, see
-  :mod:`pipeline.protocol`) and X, either dense (``X``) or CSR components
+  :mod:`pipeline.data.protocol`) and X, either dense (``X``) or CSR components
   (``X_data``, ``X_indices``, ``X_indptr``, ``X_shape``; what
   :func:`scipy.sparse.save_npz` stores), so sparse matrices stay sparse;
 - ``scaler.npz``: the fitted StandardScaler's ``mean`` (zeros when not centered),
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .fileio import atomic_open, write_json
+from ..fileio import atomic_open, write_json
 
 STATS = "stats.json"
 SCALER = "scaler.npz"

@@ -94,7 +94,7 @@ class SweepProgress(Callback):
             logging.getLogger(name).setLevel(logging.WARNING)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
-            from .lifecycle import command
+            from ..lifecycle import command
             from .tracking import (
                 TrackingSettings,
                 check_driver,
@@ -113,7 +113,7 @@ class SweepProgress(Callback):
                 init_store(connection_uri(uri), settings.probe_timeout)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ._hydra import FAILED_DIR
+        from .._hydra import FAILED_DIR
 
         failed_dir = Path(str(config.hydra.sweep.dir)) / FAILED_DIR
         records = sorted(failed_dir.glob("*.txt"), key=lambda p: int(p.stem))

@@ -49,9 +49,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, TrackingError
-from .paths import project_root, resolve
-from .settings import to_plain
+from ..config.settings import to_plain
+from ..errors import ConfigError, TrackingError
+from ..paths import project_root, resolve
 
 log = logging.getLogger(__name__)
 
@@ -496,7 +496,7 @@ class MLflowTracker(Tracker):
         run_id: str | None = None,
         done: str = "FINISHED",
     ) -> Iterator[str | None]:
-        from .lifecycle import critical
+        from ..lifecycle import critical
 
         try:
             with critical():
@@ -560,7 +560,7 @@ class MLflowTracker(Tracker):
 
     def _end(self, status: str, *, kill_children: bool = False, quiet: bool = False) -> None:
         """End the active parent run with ``status`` (and its children: KILLED)."""
-        from .lifecycle import critical
+        from ..lifecycle import critical
 
         run_id = self.run_id
         try:
@@ -649,7 +649,7 @@ class MLflowTracker(Tracker):
         """Turn a store failure (a server that died, a database error) into a one-line
         :class:`TrackingError`; other errors pass through. A signal waits for the end of
         the call (:func:`pipeline.lifecycle.critical`)."""
-        from .lifecycle import critical
+        from ..lifecycle import critical
 
         try:
             with critical():

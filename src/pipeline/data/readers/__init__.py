@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import DataFormatError, MissingRawDataError, RegistryError
+from ...errors import DataFormatError, MissingRawDataError, RegistryError
 from ..registry import DatasetSpec
 
 #: options that name a file of the dataset (resolved in its raw directory)

@@ -28,9 +28,9 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from ..config.settings import PROTOCOL_DEFAULTS, DataSettings
 from .readers import RawData
 from .registry import DatasetSpec
-from .settings import PROTOCOL_DEFAULTS, DataSettings
 
 SPLITS = ("train", "val", "test")
 

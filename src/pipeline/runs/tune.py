@@ -5,7 +5,7 @@ the training split and scored on the validation split with every metric of the t
 (``task.metrics``); lambda is then chosen separately for each metric of
 ``task.select_by`` (paper §6 / Appendix B: "we select the best hyperparameter on the
 validation set"; an accuracy table and an F1 table may pick different lambdas). Ties go to
-the smallest lambda unless ``lambdas.ties: largest`` (:func:`pipeline.scoring.best_index`).
+the smallest lambda unless ``lambdas.ties: largest`` (:func:`pipeline.runs.scoring.best_index`).
 
 With ``warm_start: true`` the grid is fitted from the largest lambda to the smallest, each
 fit starting from the previous solution: the problems are strongly convex, so the optimum
@@ -27,10 +27,10 @@ from typing import Any
 
 from sklearn.exceptions import ConvergenceWarning
 
-from ..composition import Composition, lambda_grid, make_estimator, validate
-from ..scoring import best_index, score, task_metrics
-from ..settings import to_plain
-from ..tracking import Tracker
+from ..config.composition import Composition, lambda_grid, make_estimator, validate
+from ..config.settings import to_plain
+from .scoring import best_index, score, task_metrics
+from .tracking import Tracker
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CompositionError
+from ..errors import CompositionError
 from .settings import to_plain
 
 #: pipeline task -> the registry tasks of the datasets it can run on
@@ -127,7 +127,7 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
             f"{ds_task!r}, which is not a dataset task; write one of {', '.join(registry_tasks)}"
         )
     if ds_task not in DATASET_TASKS[task]:
-        from .registry import task_datasets
+        from ..data.registry import task_datasets
 
         dirs = (cfg.get("data") or {}).get("dataset_dirs")
         valid = ", ".join(task_datasets(task, dirs)) or "none available offline"
@@ -317,7 +317,7 @@ def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
         raise CompositionError(f"lambdas.low and .high must satisfy 0 < low <= high, got {node}")
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
-    from .scoring import TIES
+    from ..runs.scoring import TIES
 
     if node.get("ties", "smallest") not in TIES:
         raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {node['ties']!r}")

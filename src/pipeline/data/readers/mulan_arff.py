@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import OneHotEncoder
 
-from ..errors import DataFormatError
+from ...errors import DataFormatError
 from ._text import NOT_FINITE, check_drop, read_text
 
 Part = tuple[np.ndarray | sp.csr_matrix, np.ndarray]

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from ..composition import Composition, validate
+from ..config.composition import Composition, validate
+from ..config.settings import to_plain
 from ..fileio import atomic_path, write_json
-from ..scoring import score, task_metrics
-from ..settings import to_plain
-from ..tracking import Tracker
 from .refit import Refitted
+from .scoring import score, task_metrics
+from .tracking import Tracker
 
 PREDICTIONS = "predictions.npz"
 RESULTS = "results.json"
@@ -155,7 +155,7 @@ def _figures(
     directory: Path,
     n: int,
 ) -> list[Path]:
-    from .. import figures
+    from . import figures
 
     paths = []
     title = f"{comp.dataset}: {comp.label}"

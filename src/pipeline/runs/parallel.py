@@ -35,15 +35,15 @@ def split_config(cfg: Mapping[str, Any], split: int) -> dict[str, Any]:
 
 def load(cfg: Mapping[str, Any]) -> Any:
     """The prepared data of a run config, loaded once per process."""
-    from .data import load_prepared
+    from ..data.api import load_prepared
 
     key = json.dumps([cfg["dataset"]["name"], cfg.get("data")], sort_keys=True, default=str)
     if key not in _DATA:
         try:
             _DATA[key] = load_prepared(cfg["dataset"]["name"], cfg, prepare_missing=False)
         except FileNotFoundError as exc:
-            from .errors import MissingRawDataError
-            from .resplit import is_reseeded, load_resplit
+            from ..data.resplit import is_reseeded, load_resplit
+            from ..errors import MissingRawDataError
 
             if is_reseeded(cfg):  # an experiment's own split seed: split in memory
                 _DATA[key] = load_resplit(cfg)
@@ -59,15 +59,15 @@ def load(cfg: Mapping[str, Any]) -> Any:
 
 def tune_task(cfg: Mapping[str, Any], comp: Any) -> dict[str, Any]:
     """Tune one split (no tracking: the stage logs the sweep)."""
-    from .stages import tune as core
+    from . import tune as core
 
     return core.run(cfg, load(cfg), None, composition=comp)
 
 
 def tune_recorded_task(cfg: Mapping[str, Any], comp: Any) -> tuple[dict[str, Any], list]:
     """Tune one run, recording what it logs (the stage replays it into the run's MLflow
-    parent run, see :class:`pipeline.tracking.RecordingTracker`)."""
-    from .stages import tune as core
+    parent run, see :class:`pipeline.runs.tracking.RecordingTracker`)."""
+    from . import tune as core
     from .tracking import RecordingTracker
 
     recorder = RecordingTracker()
@@ -77,7 +77,7 @@ def tune_recorded_task(cfg: Mapping[str, Any], comp: Any) -> tuple[dict[str, Any
 
 def refit_task(cfg: Mapping[str, Any], tuned: Mapping[str, Any], directory: Path) -> None:
     """Refit one split on train + validation and save the models to ``directory``."""
-    from .stages import refit as core
+    from . import refit as core
 
     core.save(core.run(cfg, load(cfg), tuned), directory)
 
@@ -86,8 +86,8 @@ def evaluate_task(
     cfg: Mapping[str, Any], tuned: Mapping[str, Any], directory: Path, comp: Any
 ) -> dict[str, Any]:
     """Score one split's saved models on its test split (no files, no tracking)."""
-    from .stages import evaluate as core
-    from .stages import refit as refit_core
+    from . import evaluate as core
+    from . import refit as refit_core
 
     result = core.run(cfg, load(cfg), tuned, refit_core.load(directory), None, composition=comp)
     result.pop("seconds", None)
@@ -102,7 +102,7 @@ def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -
         return [fn(*t) for t in tasks]
     from joblib import Parallel, delayed
 
-    from .cluster.joblib_backend import backend
+    from ..cluster.joblib_backend import backend
 
     with backend():  # a Ray cluster when $PROJLOSS_RAY_ADDRESS is set, else local processes
         return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))

@@ -8,7 +8,7 @@
 The dataset is fetched (a no-op when its raw files are present and verified; a local
 ``path:`` file that changed is copied again) and its prepared variant is rebuilt when it
 is missing, was built from other raw files or settings, or is corrupted (the sha256 of
-each prepared file is recorded at write): see :func:`pipeline.stages.preprocess.staleness`.
+each prepared file is recorded at write): see :func:`pipeline.data.prepare.staleness`.
 With ``prepare_missing=False`` such a variant is an error instead
 (:class:`~pipeline.errors.PreparedDataError`, a :class:`FileNotFoundError`).
 """
@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PreparedDataError
+from ..config.settings import data_settings
+from ..errors import PreparedDataError
+from .fetch import Opener, fetch_dataset
+from .prepare import prepare, raw_checksums, staleness
 from .protocol import SPLITS, Variant
 from .registry import DatasetSpec, get_spec
-from .settings import data_settings
-from .stages.fetch import Opener, fetch_dataset
-from .stages.preprocess import prepare, raw_checksums, staleness
 from .storage import load_split, load_stats
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .composition import CompositionError
+from ..errors import CompositionError
 
 
 @dataclass(frozen=True)
