@@ -73,6 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from .._fastexp import count_outside, exp_inplace, row_max, row_sum
 from .._numba import kernel
 from .simplex import project_simplex
 
@@ -103,29 +104,45 @@ def _hessian_euclidean(p: Array) -> Array:
     return H
 
 
+#: Samples whose shifted entries theta + alpha all lie in [-_SAFE, _SAFE] skip the shift
+#: of each column by its maximum (no exponential over- or underflows there).
+_SAFE = 300.0
+
+
 @kernel
 def _softmax_columns(thetaT, alpha, P, G):
     # P[n, j] = softmax(thetaT[n, j] + alpha[n]), G[n] = sum_j LSE(...) - sum(alpha[n]):
-    # one pass per column instead of five whole-batch temporaries.
+    # per sample, the shifted entries, their exponentials in one flat vectorized loop
+    # (projloss._fastexp; each column shifted by its max first unless every entry is in
+    # [-_SAFE, _SAFE]), then a fixed-order sum and a division per column.
     n, kk, k = thetaT.shape
+    tops = np.zeros(kk)
     for a in range(n):
-        g = 0.0
-        for i in range(k):
-            g -= alpha[a, i]
+        Pa = P[a]
+        flat = Pa.reshape(kk * k)
+        al = alpha[a]
+        g = -row_sum(al)
         for j in range(kk):
-            m = -np.inf
+            th = thetaT[a, j]
+            pj = Pa[j]
             for i in range(k):
-                v = thetaT[a, j, i] + alpha[a, i]
-                P[a, j, i] = v
-                m = max(m, v)
-            s = 0.0
+                pj[i] = th[i] + al[i]
+        if count_outside(flat, _SAFE) == 0:
+            tops[:] = 0.0
+        else:
+            for j in range(kk):
+                pj = Pa[j]
+                m = row_max(pj)
+                tops[j] = m
+                for i in range(k):
+                    pj[i] -= m
+        exp_inplace(flat)
+        for j in range(kk):
+            pj = Pa[j]
+            t = row_sum(pj)
             for i in range(k):
-                e = np.exp(P[a, j, i] - m)
-                P[a, j, i] = e
-                s += e
-            for i in range(k):
-                P[a, j, i] /= s
-            g += m + np.log(s)
+                pj[i] /= t
+            g += tops[j] + np.log(t)
         G[a] = g
 
 

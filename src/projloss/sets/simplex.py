@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._fastexp import count_outside, exp_inplace, exp_into, row_max, row_sum
 from .._numba import kernel
 from .base import ConvexSet, check_binary
 
@@ -110,21 +111,50 @@ def project_simplex(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     return from_rows(out, shape, axis)
 
 
+#: Rows per block of the softmax kernel: a block of up to ~4096 entries stays in L1.
+_BLOCK = 4096
+#: Blocks whose entries all lie in [-_SAFE, _SAFE] skip the shift by the row maximum:
+#: e^theta neither overflows nor underflows there (e^-300 ~ 5e-131 is a normal number),
+#: and the softmax of the unshifted entries has the same relative accuracy.
+_SAFE = 300.0
+
+
 @kernel
 def _softmax_rows(x, out):
+    # Per block of rows held in cache: when every entry is in [-_SAFE, _SAFE] (one
+    # vectorized counting pass), the exponentials of the whole block as one flat,
+    # vectorized loop; otherwise, row by row, x minus the row max first (and the count
+    # of non-finite entries, returned at once: the output is then meaningless). Then,
+    # row by row, a fixed-order sum and one division per entry. Returns 0 when every
+    # entry is finite.
     n, k = x.shape
-    for r in range(n):
-        m = x[r, 0]
-        for i in range(1, k):
-            if x[r, i] > m:
-                m = x[r, i]
-        s = 0.0
-        for i in range(k):
-            e = np.exp(x[r, i] - m)
-            out[r, i] = e
-            s += e
-        for i in range(k):
-            out[r, i] /= s
+    xf = x.reshape(n * k)
+    flat = out.reshape(n * k)
+    rows = max(1, _BLOCK // k)
+    for b0 in range(0, n, rows):
+        b1 = min(n, b0 + rows)
+        lo, hi = b0 * k, b1 * k
+        if count_outside(xf[lo:hi], _SAFE) == 0:
+            exp_into(xf[lo:hi], flat[lo:hi])
+        else:
+            for r in range(b0, b1):
+                xr = x[r]
+                o = out[r]
+                bad = 0
+                for i in range(k):
+                    bad += 0 if abs(xr[i]) < np.inf else 1
+                if bad:
+                    return bad
+                m = row_max(xr)
+                for i in range(k):
+                    o[i] = xr[i] - m
+            exp_inplace(flat[lo:hi])
+        for r in range(b0, b1):
+            o = out[r]
+            s = row_sum(o)
+            for i in range(k):
+                o[i] /= s
+    return 0
 
 
 def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
@@ -133,8 +163,15 @@ def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     :math:`\operatorname{softmax}(\theta)_i = e^{\theta_i - \max\theta} /
     \sum_j e^{\theta_j - \max\theta}`: the largest exponent is 0, so nothing overflows and
     the denominator is at least 1. Same computation as ``scipy.special.softmax``, in a
-    compiled kernel that makes one pass per row (max, exponentials and sum, division)
-    instead of four passes over the batch. It is the KL projection because
+    compiled kernel that works on blocks of rows while they are in cache (max,
+    exponentials, sum, division) instead of four passes over the batch, with the
+    vectorized exponential of :mod:`projloss._fastexp` (within 1 ulp of the C library's;
+    with the scalar library call, ``jax.nn.softmax`` was up to 4x faster). Where every
+    entry of a block lies in [-300, 300] the shift by the row maximum is skipped: no
+    exponential over- or underflows there, and the result is as accurate (more, for tiny
+    probabilities: no rounding of :math:`\theta_i - \max\theta`). Rows with a
+    non-finite entry give NaN rows, as the formula does (the oracles reject them first).
+    It is the KL projection because
     :math:`\operatorname{argmin}_{u \in \triangle^k} \langle u, \log u\rangle -
     \langle u, \theta\rangle` has the Gibbs distribution as its solution (paper §4,
     Table 2; e.g. Boyd & Vandenberghe 2004, §5.2.5).
@@ -149,9 +186,20 @@ def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     """
     x, shape = as_rows(theta, axis)
     out = np.empty_like(x)
-    if x.size:
-        _softmax_rows(x, out)
+    if x.size and _softmax_rows(x, out):  # a non-finite entry: the formula's NaN rows
+        with np.errstate(invalid="ignore"):
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            out = e / e.sum(axis=1, keepdims=True)
     return from_rows(out, shape, axis)
+
+
+def _checked_softmax(theta: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """:func:`softmax` along the last axis, or ``None`` if an entry is not finite."""
+    x, shape = as_rows(theta)
+    out = np.empty_like(x)
+    if x.size and _softmax_rows(x, out):
+        return None
+    return out.reshape(shape)
 
 
 def one_hot_argmax(theta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -209,6 +257,10 @@ class Simplex(ConvexSet):
     """
 
     name: ClassVar[str] = "simplex"
+    fused_check: ClassVar[tuple[str, ...]] = ("kl",)
+
+    def _project_fused(self, theta: NDArray[np.float64], geometry: str) -> NDArray | None:
+        return _checked_softmax(theta)
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return project_simplex(theta)
