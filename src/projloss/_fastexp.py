@@ -168,6 +168,19 @@ def exp_into(a, out) -> None:  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, error_model="numpy")
+def exp_into_counted(a, out, bound: float) -> int:  # type: ignore[no-untyped-def]
+    """:func:`exp_into` and :func:`count_outside` in one pass: ``out[:] = exp(a)``
+    (meaningless where ``|a| > bound``: over 700 or not finite) and the number of
+    entries of ``a`` outside ``[-bound, bound]``."""
+    c = 0
+    for j in range(a.size):
+        v = a[j]
+        c += 0 if abs(v) <= bound else 1
+        out[j] = exp_fast(v)
+    return c
+
+
+@numba.njit(cache=True, error_model="numpy")
 def count_outside(a, bound: float) -> int:  # type: ignore[no-untyped-def]
     """Number of entries of ``a`` that are not in ``[-bound, bound]`` (NaN included), in
     one vectorized pass (an integer count: no floating-point reduction to reorder)."""

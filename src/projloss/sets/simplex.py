@@ -29,7 +29,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._fastexp import count_outside, exp_inplace, exp_into, row_max, row_sum
+from .._fastexp import count_outside, exp_inplace, exp_into_counted, row_max, row_sum
 from .._numba import kernel
 from .base import ConvexSet, check_binary
 
@@ -111,49 +111,41 @@ def project_simplex(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     return from_rows(out, shape, axis)
 
 
-#: Rows per block of the softmax kernel: a block of up to ~4096 entries stays in L1.
-_BLOCK = 4096
-#: Blocks whose entries all lie in [-_SAFE, _SAFE] skip the shift by the row maximum:
-#: e^theta neither overflows nor underflows there (e^-300 ~ 5e-131 is a normal number),
-#: and the softmax of the unshifted entries has the same relative accuracy.
+#: Entries in [-_SAFE, _SAFE] skip the shift by the row maximum: e^theta neither overflows
+#: nor underflows there (e^-300 ~ 5e-131 is a normal number), and the softmax of the
+#: unshifted entries is as accurate.
 _SAFE = 300.0
+#: The largest finite float64: |x| > _FINITE (or NaN) means x is not finite.
+_FINITE = np.finfo(np.float64).max
 
 
 @kernel
 def _softmax_rows(x, out):
-    # Per block of rows held in cache: when every entry is in [-_SAFE, _SAFE] (one
-    # vectorized counting pass), the exponentials of the whole block as one flat,
-    # vectorized loop; otherwise, row by row, x minus the row max first (and the count
-    # of non-finite entries, returned at once: the output is then meaningless). Then,
-    # row by row, a fixed-order sum and one division per entry. Returns 0 when every
-    # entry is finite.
+    # The exponentials of the whole batch in one flat vectorized pass that also counts the
+    # entries outside [-_SAFE, _SAFE]; if there are any, their rows again, shifted by the
+    # row max (or, at the first row with a non-finite entry, return how many it has: the
+    # output is then meaningless). Then, row by row, a fixed-order sum and one division
+    # per entry. Returns 0 when every entry is finite.
     n, k = x.shape
-    xf = x.reshape(n * k)
     flat = out.reshape(n * k)
-    rows = max(1, _BLOCK // k)
-    for b0 in range(0, n, rows):
-        b1 = min(n, b0 + rows)
-        lo, hi = b0 * k, b1 * k
-        if count_outside(xf[lo:hi], _SAFE) == 0:
-            exp_into(xf[lo:hi], flat[lo:hi])
-        else:
-            for r in range(b0, b1):
-                xr = x[r]
-                o = out[r]
-                bad = 0
-                for i in range(k):
-                    bad += 0 if abs(xr[i]) < np.inf else 1
-                if bad:
-                    return bad
-                m = row_max(xr)
-                for i in range(k):
-                    o[i] = xr[i] - m
-            exp_inplace(flat[lo:hi])
-        for r in range(b0, b1):
+    if exp_into_counted(x.reshape(n * k), flat, _SAFE):
+        for r in range(n):
+            xr = x[r]
+            if count_outside(xr, _SAFE) == 0:
+                continue
+            bad = count_outside(xr, _FINITE)
+            if bad:
+                return bad
             o = out[r]
-            s = row_sum(o)
+            m = row_max(xr)
             for i in range(k):
-                o[i] /= s
+                o[i] = xr[i] - m
+            exp_inplace(o)
+    for r in range(n):
+        o = out[r]
+        s = row_sum(o)
+        for i in range(k):
+            o[i] /= s
     return 0
 
 
@@ -163,11 +155,11 @@ def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     :math:`\operatorname{softmax}(\theta)_i = e^{\theta_i - \max\theta} /
     \sum_j e^{\theta_j - \max\theta}`: the largest exponent is 0, so nothing overflows and
     the denominator is at least 1. Same computation as ``scipy.special.softmax``, in a
-    compiled kernel that works on blocks of rows while they are in cache (max,
-    exponentials, sum, division) instead of four passes over the batch, with the
+    compiled kernel (one vectorized pass for the exponentials, then one per row for the
+    sum and the division) instead of four passes over the batch, with the
     vectorized exponential of :mod:`projloss._fastexp` (within 1 ulp of the C library's;
-    with the scalar library call, ``jax.nn.softmax`` was up to 4x faster). Where every
-    entry of a block lies in [-300, 300] the shift by the row maximum is skipped: no
+    with the scalar library call, ``jax.nn.softmax`` was up to 4x faster). For the rows
+    whose entries lie in [-300, 300] the shift by the row maximum is skipped: no
     exponential over- or underflows there, and the result is as accurate (more, for tiny
     probabilities: no rounding of :math:`\theta_i - \max\theta`). Rows with a
     non-finite entry give NaN rows, as the formula does (the oracles reject them first).

@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._fastexp import exp_inplace
+from .._fastexp import exp_fast
 from .._numba import kernel
 from .base import ConvexSet, check_binary, event_axes
 
@@ -38,13 +38,14 @@ def _clip01(x, out):
 
 
 @kernel
-def _min_shift(x, out):
-    # out = min(x - 1, 0) (the exponent of the KL projection); non-finite count as above.
+def _cube_kl(x, out):
+    # out = exp(min(x - 1, 0)) (vectorized exp_fast; never overflows), non-finite count
+    # as above.
     bad = 0
     for i in range(x.size):
         v = x[i]
         bad += 0 if abs(v) < np.inf else 1
-        out[i] = min(v - 1.0, 0.0)
+        out[i] = exp_fast(min(v - 1.0, 0.0))
     return bad
 
 
@@ -52,14 +53,12 @@ def project_cube(theta: NDArray[np.float64], kl: bool) -> NDArray[np.float64] | 
     """Euclidean (``min(max(theta, 0), 1)``) or KL (``exp(min(theta - 1, 0))``)
     projection onto the cube, entry by entry, in one compiled pass that also checks
     that every entry is finite (``None`` if one is not). The exponential is
-    :func:`projloss._fastexp.exp_nonpos` (vectorized, within 2 ulp of the C library's)."""
+    :func:`projloss._fastexp.exp_fast` (vectorized, within 2 ulp of the C library's)."""
     x = np.ascontiguousarray(theta).reshape(-1)
     out = np.empty(theta.shape)
     flat = out.reshape(-1)
-    if (_min_shift if kl else _clip01)(x, flat):
+    if (_cube_kl if kl else _clip01)(x, flat):
         return None
-    if kl:
-        exp_inplace(flat)
     return out
 
 
