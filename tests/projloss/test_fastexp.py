@@ -173,3 +173,24 @@ def test_softmax_helper_gives_nan_rows_for_non_finite_entries():
     out = softmax(theta)
     np.testing.assert_allclose(out[[0, 3]], [[1 / (1 + np.e), np.e / (1 + np.e)], [0.5, 0.5]])
     assert np.isnan(out[1:3]).all()
+
+
+@pytest.mark.parametrize("scale", [0.1, 2.0, 30.0])
+def test_fused_kl_newton_matches_the_batched_newton(scale):
+    from projloss.sets._birkhoff_solvers import _hessian_kl, _newton, _newton_kl
+
+    rng = np.random.default_rng(int(scale * 10))
+    theta = scale * rng.standard_normal((60, 7, 7))
+    theta[0] = 0.0  # ties: every entry equal (the solution is uniform)
+    theta[1, :, 0] = theta[1, :, 1]  # two equal columns
+    thetaT = np.ascontiguousarray(np.swapaxes(theta, 1, 2))
+    alpha0 = rng.standard_normal((60, 7))
+    PT0, a0, v0, it0 = _newton(_oracle_kl, _hessian_kl, thetaT, alpha0, 1e-10, 60)
+    PT, a, v, it = _newton_kl(_oracle_kl, _hessian_kl, thetaT, alpha0, 1e-10, 60)
+    np.testing.assert_allclose(PT, PT0, rtol=0, atol=1e-12)
+    if scale <= 2.0:  # (peaked plans: the multipliers of near-zero entries are loose)
+        center = lambda x: x - x.mean(axis=1, keepdims=True)  # noqa: E731 (up to a shift)
+        np.testing.assert_allclose(center(a), center(a0), rtol=0, atol=1e-9)
+    assert (v <= 1e-10).all() == (v0 <= 1e-10).all()
+    assert abs(it - it0) <= 1
+    np.testing.assert_allclose(PT[0], np.full((7, 7), 1 / 7), atol=1e-12)
