@@ -63,6 +63,15 @@ Cost per iteration and sample: :math:`O(k^2 \log k)` for the column sorts (Eucli
 batched iterations to ``tol = 1e-9``, stages included; 20-40 for :math:`|\theta| \sim
 10^3`. Written by hand because no library solves many small OT problems at once to
 machine precision (POT solves one problem per call, by L-BFGS or Sinkhorn).
+
+Implementation: the Euclidean solver runs the steps above on the whole batch with numpy
+(batched sorts, ``np.linalg.solve``). For KL the same steps run one sample at a time in a
+compiled kernel (:func:`_newton_kl`: the column softmaxes with the vectorized exponential
+of :mod:`projloss._fastexp`, the Hessian, a Cholesky solve -- the matrix is symmetric
+positive definite -- and the backtracking): at :math:`k \approx 10` the batch-wide
+temporaries, fancy indexing and batched LAPACK calls of the numpy version cost more than
+the arithmetic (2.8x more CPU time at n = 1000, k = 11; the iterates agree to rounding,
+``tests/projloss/test_fastexp.py``).
 """
 
 from __future__ import annotations
