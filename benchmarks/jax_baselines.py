@@ -68,13 +68,20 @@ SKIP_LINE = (
 )
 
 
+def one_core_env() -> None:
+    """Put XLA on one thread and on the CPU (``XLA_FLAGS``, ``JAX_PLATFORMS``) unless set:
+    to be called before anything imports JAX (POT's backends import it when installed),
+    so :mod:`benchmarks.run` calls it before its first imports."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "intra_op_parallelism_threads" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {XLA_ONE_CORE}".strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
 def load_jax() -> dict[str, Any] | None:
     """Import JAX on one thread in float64; ``None`` if jax, jaxopt or optax is missing."""
     if "jax" not in sys.modules:
-        flags = os.environ.get("XLA_FLAGS", "")
-        if "intra_op_parallelism_threads" not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} {XLA_ONE_CORE}".strip()
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        one_core_env()
     try:
         import jax
         import jax.numpy as jnp

@@ -3,6 +3,7 @@ does not install it), listed among the sections, and its jaxopt PAV workaround."
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -26,8 +27,11 @@ def test_section_is_skipped_with_one_line_without_jax(monkeypatch, missing):
     assert "JAX is not installed" in lines[0] and ".[bench]" in lines[0]
 
 
-def test_section_is_registered(capsys):
+def test_section_is_registered(capsys, monkeypatch):
+    for var in ("XLA_FLAGS", "JAX_PLATFORMS"):  # run.main sets them: restored after
+        monkeypatch.setenv(var, "")
     assert run.main(["--list"]) == 0
+    assert "intra_op_parallelism_threads=1" in os.environ["XLA_FLAGS"]
     assert any(line.startswith("jax ") for line in capsys.readouterr().out.splitlines())
 
 
