@@ -6,6 +6,7 @@ numpy formulas) with ties and extreme magnitudes."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numba
 import numpy as np
@@ -194,3 +195,28 @@ def test_fused_kl_newton_matches_the_batched_newton(scale):
     assert (v <= 1e-10).all() == (v0 <= 1e-10).all()
     assert abs(it - it0) <= 1
     np.testing.assert_allclose(PT[0], np.full((7, 7), 1 / 7), atol=1e-12)
+
+
+_SNIPPET = """
+import sys, numpy as np
+from projloss.sets import Birkhoff, Simplex, UnitCube
+x = 5 * np.random.default_rng(0).standard_normal((500, 13))
+t = 2 * np.random.default_rng(1).standard_normal((50, 6, 6))
+out = [Simplex().project(x, "kl"), UnitCube().project(x, "kl"), Birkhoff().project(t, "kl")]
+sys.stdout.write("".join(a.tobytes().hex() for a in out))
+"""
+
+
+def test_same_bits_when_compiled_for_a_generic_cpu(tmp_path):
+    """No fastmath, explicit fused multiply-adds: the kernels built on exp_fast give the
+    same bits compiled for this CPU and for a generic x86-64 (no AVX, no FMA unit)."""
+    import os
+    import subprocess
+
+    here = {}
+    exec(_SNIPPET.replace("sys.stdout.write", "here['out'] = "), {"here": here})
+    env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(tmp_path))
+    res = subprocess.run(
+        [sys.executable, "-c", _SNIPPET], env=env, capture_output=True, text=True, check=True
+    )
+    assert res.stdout == here["out"]
