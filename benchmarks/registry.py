@@ -25,6 +25,7 @@ SECTION_MODULES = (
     "benchmarks.projections",
     "benchmarks.isotonic",
     "benchmarks.birkhoff",
+    "benchmarks.jax_baselines",
     "benchmarks.fits",
     "benchmarks.table1",
     "benchmarks.repro",

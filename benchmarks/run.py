@@ -78,6 +78,9 @@ def _preload() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    from .jax_baselines import one_core_env
+
+    one_core_env()  # before _preload: POT imports JAX when it is installed
     _preload()
     _load_sections()
     # One BLAS thread by default: every figure is single-threaded, and OpenBLAS' threads

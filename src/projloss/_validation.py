@@ -28,6 +28,7 @@ def check_array(
     name: str = "theta",
     matrix: bool = False,
     min_size: int = 1,
+    finite: bool = True,
 ) -> NDArray[np.float64]:
     """Return ``x`` as a finite float64 array of shape ``(..., p)`` or ``(..., k, k)``.
 
@@ -41,6 +42,9 @@ def check_array(
         If True, the trailing two axes must form a square ``k x k`` matrix.
     min_size : int
         Minimum size of the trailing axis (``p`` or ``k``).
+    finite : bool
+        Check that every entry is finite (False: the caller's kernel checks it in the
+        pass that reads the entries, and calls again with True to raise the error).
     """
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -57,7 +61,7 @@ def check_array(
         raise ValueError(
             f"{name} must have at least {min_size} entries on its last axis, got shape {arr.shape}"
         )
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         bad = "NaN" if np.isnan(arr).any() else "infinite"
         raise ValueError(f"{name} contains {bad} values; projections need finite input")
     return arr

@@ -44,6 +44,9 @@ class ConvexSet(ParamsMixin, ABC):
     min_size: ClassVar[int] = 1
     #: Appended to the error raised for an unsupported geometry (what to use instead).
     geometry_hint: ClassVar[str] = ""
+    #: Geometries whose projection kernel checks that theta is finite in the same pass
+    #: as it projects (:meth:`_project_fused`), instead of a separate pass of validation.
+    fused_check: ClassVar[tuple[str, ...]] = ()
 
     @property
     def event_ndim(self) -> int:
@@ -51,8 +54,12 @@ class ConvexSet(ParamsMixin, ABC):
         return 2 if self.matrix else 1
 
     # ------------------------------------------------------------------ validation
-    def _check_theta(self, theta: ArrayLike, name: str = "theta") -> NDArray[np.float64]:
-        arr = check_array(theta, name=name, matrix=self.matrix, min_size=self.min_size)
+    def _check_theta(
+        self, theta: ArrayLike, name: str = "theta", finite: bool = True
+    ) -> NDArray[np.float64]:
+        arr = check_array(
+            theta, name=name, matrix=self.matrix, min_size=self.min_size, finite=finite
+        )
         self._check_size(arr.shape[-1])
         return arr
 
@@ -72,6 +79,11 @@ class ConvexSet(ParamsMixin, ABC):
     def project(self, theta: ArrayLike, geometry: str = "euclidean") -> NDArray[np.float64]:
         r"""Bregman projection :math:`P_C^\Psi(\theta)`, batched over leading axes."""
         g = self._check_geometry(geometry)
+        if g in self.fused_check:
+            out = self._project_fused(self._check_theta(theta, finite=False), g)
+            if out is not None:
+                return out
+            # Some entry is not finite: the full validation below raises the usual error.
         theta = self._check_theta(theta)
         if g == "euclidean":
             return self._project_euclidean(theta)
@@ -86,6 +98,11 @@ class ConvexSet(ParamsMixin, ABC):
 
     def _project_kl(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         raise ValueError(f"the 'kl' geometry is not defined for the set {self.name!r}")
+
+    def _project_fused(self, theta: NDArray[np.float64], geometry: str) -> NDArray | None:
+        """The projection of a validated ``theta`` whose entries may not be finite, or
+        ``None`` if some entry is not (for the geometries in :attr:`fused_check`)."""
+        raise NotImplementedError
 
     @abstractmethod
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]: ...
