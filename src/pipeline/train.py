@@ -37,7 +37,8 @@ from omegaconf import DictConfig
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
 from .config.composition import validate
-from .config.settings import check_run_config, to_plain
+from .config.settings import check_run_config
+from .plain import to_plain
 
 log = logging.getLogger("pipeline.train")
 

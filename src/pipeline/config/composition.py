@@ -26,16 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from ..data.registry import DATASET_TASKS, task_datasets
 from ..errors import CompositionError
-from .settings import to_plain
+from ..plain import to_plain
 
-#: pipeline task -> the registry tasks of the datasets it can run on
-DATASET_TASKS: dict[str, tuple[str, ...]] = {
-    "label_ranking": ("label_ranking",),
-    "ordinal": ("ordinal",),
-    "multilabel": ("multilabel",),
-    "multiclass": ("ordinal",),
-}
 MODELS = ("linear", "poly", "median")
 GEOMETRIES = ("euclidean", "kl")
 BASELINE_DECODERS = ("same", "round")
@@ -127,8 +121,6 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
             f"{ds_task!r}, which is not a dataset task; write one of {', '.join(registry_tasks)}"
         )
     if ds_task not in DATASET_TASKS[task]:
-        from ..data.registry import task_datasets
-
         dirs = (cfg.get("data") or {}).get("dataset_dirs")
         valid = ", ".join(task_datasets(task, dirs)) or "none available offline"
         raise CompositionError(

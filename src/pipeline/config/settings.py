@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..paths import conf_dir, project_root, resolve
+from ..plain import to_plain
 
 #: The paper's protocol (GUIDE §3): prepared-data variants are named relative to these.
 PROTOCOL_DEFAULTS: dict[str, Any] = {
@@ -26,19 +27,6 @@ PROTOCOL_DEFAULTS: dict[str, Any] = {
     "ordinal_split": 0,
     "drop_empty": False,
 }
-
-
-def to_plain(obj: Any) -> Any:
-    """A plain ``dict``/``list`` copy of ``obj`` (OmegaConf containers resolved)."""
-    if type(obj).__module__.startswith("omegaconf"):  # DictConfig / ListConfig
-        from omegaconf import OmegaConf
-
-        return OmegaConf.to_container(obj, resolve=True)
-    if isinstance(obj, Mapping):
-        return {k: to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_plain(v) for v in obj]
-    return obj
 
 
 def load_default_data_config() -> dict[str, Any]:

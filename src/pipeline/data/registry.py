@@ -35,10 +35,19 @@ from typing import Any
 
 import yaml
 
-from ..config.settings import to_plain
 from ..errors import DataSettingError, RegistryError, UnknownDatasetError
+from ..plain import to_plain
 
-TASKS = ("label_ranking", "ordinal", "multilabel")
+#: task (the engine's, :data:`projloss.tasks.TASKS`) -> the label kinds of the datasets it
+#: runs on (a dataset YAML's ``task``): multiclass runs on the ordinal datasets' classes
+DATASET_TASKS: dict[str, tuple[str, ...]] = {
+    "label_ranking": ("label_ranking",),
+    "ordinal": ("ordinal",),
+    "multilabel": ("multilabel",),
+    "multiclass": ("ordinal",),
+}
+#: the label kinds of the datasets (a dataset YAML's ``task``), in the registry's order
+TASKS = tuple(dict.fromkeys(t for kinds in DATASET_TASKS.values() for t in kinds))
 #: reader format -> the task whose labels it produces
 FORMAT_TASK = {
     "label_ranking": "label_ranking",
@@ -346,7 +355,6 @@ def task_datasets(
     >>> task_datasets("label_ranking")  # doctest: +SKIP
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
     """
-    from ..config.composition import DATASET_TASKS
     from ..paths import project_root, resolve
 
     wanted = (task,) if task in TASKS else DATASET_TASKS.get(task)

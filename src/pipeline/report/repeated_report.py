@@ -2,7 +2,7 @@
 
 For each table of the paper that compares compositions (Tables 1, 2, 3, 4, 6, 7) this
 reads the tracked results of every split (``data/eval/<key>/<run>/results.json`` of the
-repeated-split experiments, :mod:`pipeline.report.repeated`; Table 4: the thirty splits
+repeated-split experiments, :mod:`pipeline.report.seeds`; Table 4: the thirty splits
 of ``ord-splits``) and writes:
 
 - ``<table>.md`` / ``<table>.csv``: mean ± std over the splits of each cell (std with
@@ -623,7 +623,7 @@ def build(
     """Collect, analyze and write ``out`` (``reports/repeated``); return the report."""
     from ..fileio import write_text
     from .paper import tables
-    from .repeated import repeated_experiments, seed_keys
+    from .seeds import repeated_experiments, seed_keys
 
     experiments = repeated_experiments() if experiments is None else experiments
     seeds = seed_keys(experiments, repeats)

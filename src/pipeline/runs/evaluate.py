@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..config.composition import Composition, validate
-from ..config.settings import to_plain
 from ..fileio import atomic_path, write_json
+from ..plain import to_plain
 from .refit import Refitted
 from .scoring import score, task_metrics
 from .tracking import Tracker

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config.composition import Composition, make_estimator, validate
-from ..config.settings import to_plain
 from ..fileio import atomic_path, write_json
+from ..plain import to_plain
 from .tune import convergence_warning, fit_quietly
 
 log = logging.getLogger(__name__)

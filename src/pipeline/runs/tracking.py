@@ -49,9 +49,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..config.settings import to_plain
 from ..errors import ConfigError, TrackingError
 from ..paths import project_root, resolve
+from ..plain import to_plain
 
 log = logging.getLogger(__name__)
 

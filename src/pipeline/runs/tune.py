@@ -28,7 +28,7 @@ from typing import Any
 from sklearn.exceptions import ConvergenceWarning
 
 from ..config.composition import Composition, lambda_grid, make_estimator, validate
-from ..config.settings import to_plain
+from ..plain import to_plain
 from .scoring import best_index, score, task_metrics
 from .tracking import Tracker
 
