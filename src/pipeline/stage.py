@@ -62,7 +62,7 @@ def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
     settings = data_settings(data)
     for key, want in (("raw_dir", RAW_DIR), ("prepared_dir", PREPARED_DIR)):
         if getattr(settings, key) != resolve(want):
-            from .config.composition import CompositionError
+            from .errors import CompositionError
 
             raise CompositionError(
                 f"data.{key}={data.get(key)!r}: in the DVC pipeline it must be {want} (the "
@@ -194,7 +194,7 @@ def _n_jobs(params: Mapping[str, Any]) -> int:
     stages (the runs of an experiment) and of split sweeps (-1: every core; 1: none)."""
     value = params.get("n_jobs", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value == 0:
-        from .config.composition import CompositionError
+        from .errors import CompositionError
 
         raise CompositionError(f"n_jobs must be a non-zero integer (-1: every core), got {value!r}")
     return value

@@ -33,6 +33,8 @@ from ..plain import to_plain
 MODELS = ("linear", "poly", "median")
 GEOMETRIES = ("euclidean", "kl")
 BASELINE_DECODERS = ("same", "round")
+#: valid values of ``lambdas.ties`` (:func:`pipeline.runs.scoring.best_index`)
+TIES = ("smallest", "largest")
 
 
 @dataclass(frozen=True)
@@ -309,8 +311,6 @@ def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
         raise CompositionError(f"lambdas.low and .high must satisfy 0 < low <= high, got {node}")
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
-    from ..runs.scoring import TIES
-
     if node.get("ties", "smallest") not in TIES:
         raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {node['ties']!r}")
     if num == 1:

@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import CompositionError
 from ..paths import conf_dir, project_root
-from .composition import CompositionError
 
 #: settings taken from params.yaml for every run (not from the experiment's composition)
 GLOBAL_KEYS = ("lambdas", "seed", "warm_start", "progress", "data", "tracking")

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config.composition import TIES
 from ..errors import CompositionError
 
 
@@ -113,8 +114,6 @@ def score(metrics: Sequence[Metric], y_true: Any, y_pred: Any) -> dict[str, floa
     return {m.name: m(y_true, y_pred) for m in metrics}
 
 
-#: valid values of ``lambdas.ties``
-TIES = ("smallest", "largest")
 
 
 def best_index(
