@@ -27,6 +27,7 @@ A file is taken from ``path``, else from the mirror, else from its URLs (see
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -257,21 +258,34 @@ def _file_spec(entry: Any, fail: Any) -> FileSpec:
 # libyaml's C parser when available: the ordinal files list 60 files each.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CACHE: dict[Path, tuple[tuple[int, int], DatasetSpec]] = {}
+_RAW: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+
+def load_mapping(path: Path) -> dict[str, Any]:
+    """One dataset YAML file as written (a copy; parsed once while the file is unchanged):
+    the mapping :func:`load_spec` validates, and the ``dataset`` node of a run config
+    (:func:`pipeline.config.experiments.dataset_node`)."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        if path not in _RAW or _RAW[path][0] != key:
+            with open(path, encoding="utf-8") as f:
+                data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
+            _RAW[path] = (key, data or {})
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
+    return copy.deepcopy(_RAW[path][1])
 
 
 def load_spec(path: Path) -> DatasetSpec:
     """Read and validate one dataset YAML file (cached while the file is unchanged)."""
     path = Path(path).resolve()
-    try:
-        st = path.stat()
-        key = (st.st_mtime_ns, st.st_size)
-        if path in _CACHE and _CACHE[path][0] == key:
-            return _CACHE[path][1]
-        with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
-    spec = DatasetSpec.from_mapping(data or {}, source=path)
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    if path in _CACHE and _CACHE[path][0] == key:
+        return _CACHE[path][1]
+    spec = DatasetSpec.from_mapping(load_mapping(path), source=path)
     _CACHE[path] = (key, spec)
     return spec
 

@@ -35,6 +35,7 @@ import numpy as np
 from . import significance as sig
 from .paper import Column, Row, TableSpec
 from .results import RESULTS
+from .tables import fmt as _fmt
 
 #: the tables compared, and the paper's proposed composition of each (the control)
 TABLES = {
@@ -427,10 +428,6 @@ def _within_paper(a: Analysis) -> Finding:
 
 
 # --------------------------------------------------------------------------- rendering
-def _fmt(x: float, digits: int = 2) -> str:
-    return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
-
-
 def table_markdown(a: Analysis, png: str | None) -> str:
     """The table's Markdown: mean ± std, ranks, Friedman, Nemenyi, Holm-Wilcoxon."""
     spec, d = a.data.spec, a.data
