@@ -51,6 +51,13 @@ class Run:
     data: Any  #: pipeline.data.PreparedData
 
     @property
+    def run(self) -> Any:
+        """The typed run config the stage cores take (pipeline.config.run.RunConfig)."""
+        from pipeline.config.run import RunConfig
+
+        return RunConfig.from_config(self.cfg)
+
+    @property
     def n_train(self) -> int:
         return int(self.data.train[0].shape[0])
 

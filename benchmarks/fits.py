@@ -181,7 +181,7 @@ def run(ctx: Context) -> SectionResult:
         fit = _time_fit(r, lam, repeat, budget=10.0)
         grid = None
         if not ctx.quick:
-            tuned = tune.run(r.cfg, r.data, composition=comp)
+            tuned = tune.run(r.run, r.data)
             its = [i for i in tuned["n_iter"] if i is not None]
             grid = {
                 "n": len(tuned["lambdas"]),

@@ -48,12 +48,13 @@ def run_dataset(dataset: str) -> dict[str, Any]:
     from pipeline.runs import evaluate, refit, tune
 
     r = load((*OVERRIDES, f"dataset={dataset}"))
+    run = r.run
     t0 = time.perf_counter()
-    tuned = tune.run(r.cfg, r.data, composition=r.comp)
+    tuned = tune.run(run, r.data)
     t1 = time.perf_counter()
-    refitted = refit.run(r.cfg, r.data, tuned, composition=r.comp)
+    refitted = refit.run(run, r.data, tuned)
     t2 = time.perf_counter()
-    result = evaluate.run(r.cfg, r.data, tuned, refitted, composition=r.comp)
+    result = evaluate.run(run, r.data, tuned, refitted)
     t3 = time.perf_counter()
     select = tuned["select_by"][0]
     its = [i for i in tuned["n_iter"] if i is not None]

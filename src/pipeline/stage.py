@@ -62,7 +62,7 @@ def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
     settings = data_settings(data)
     for key, want in (("raw_dir", RAW_DIR), ("prepared_dir", PREPARED_DIR)):
         if getattr(settings, key) != resolve(want):
-            from .config.composition import CompositionError
+            from .errors import CompositionError
 
             raise CompositionError(
                 f"data.{key}={data.get(key)!r}: in the DVC pipeline it must be {want} (the "
@@ -138,37 +138,34 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
-    from .config.composition import validate
     from .config.experiments import compose_runs, get_experiment
-    from .config.settings import check_run_config
     from .fileio import write_json
-    from .runs import parallel as splits
+    from .runs import parallel
     from .runs.tracking import RecordingTracker, run_params
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
     runs = compose_runs(params, key)
-    for cfg in runs.values():
-        check_run_config(cfg)
-    comps = {rid: validate(cfg) for rid, cfg in runs.items()}  # all valid before any work
+    typed = _typed(runs)  # all checked before any work
     tracker = _tracker(params, key)
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
     n_jobs = _n_jobs(params)
     swept: dict[str, dict[str, Any]] = {}
     if item["splits"] is not None:
         log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(runs), n_jobs)
-        swept = splits.sweep(
-            runs, lambda rid, cfg_s, split: (cfg_s, comps[rid]), splits.tune_task, n_jobs
+        swept = parallel.sweep(
+            typed, lambda rid, run_s, split: (run_s,), parallel.tune_task, n_jobs
         )
     # the other runs: worker processes when n_jobs != 1 (each fit is single-threaded);
     # what a run logs is recorded where it runs and replayed here, into its parent run
-    plain = {rid: cfg for rid, cfg in runs.items() if cfg.get("splits") is None}
+    plain = {rid: run for rid, run in typed.items() if run.splits is None}
     log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
-    tasks = [(cfg, comps[rid]) for rid, cfg in plain.items()]
-    results = splits.run_tasks(splits.tune_recorded_task, tasks, n_jobs)
+    results = parallel.run_tasks(
+        parallel.tune_recorded_task, [(run,) for run in plain.values()], n_jobs
+    )
     recorded = dict(zip(plain, results, strict=True))
     for n, (rid, cfg) in enumerate(runs.items(), 1):
-        comp = comps[rid]
+        comp = typed[rid].composition
         log.info("[%d/%d] tuned %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
         with tracker.parent_run(
             task=comp.task,
@@ -189,12 +186,20 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     return path
 
 
+def _typed(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Run id -> its typed run config (:class:`pipeline.config.run.RunConfig`): every run
+    config checked once, before any work."""
+    from .config.run import RunConfig
+
+    return {rid: RunConfig.from_config(cfg) for rid, cfg in configs.items()}
+
+
 def _n_jobs(params: Mapping[str, Any]) -> int:
     """``n_jobs`` of params.yaml: the parallel worker processes of the tune and refit
     stages (the runs of an experiment) and of split sweeps (-1: every core; 1: none)."""
     value = params.get("n_jobs", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value == 0:
-        from .config.composition import CompositionError
+        from .errors import CompositionError
 
         raise CompositionError(f"n_jobs must be a non-zero integer (-1: every core), got {value!r}")
     return value
@@ -223,62 +228,61 @@ def _tuning(key: str) -> dict[str, Any]:
 def refit(params: Mapping[str, Any], key: str) -> Path:
     """Refit every run of ``key`` on train + validation; write ``models/<key>/<run>/``
     (worker processes when ``n_jobs != 1``)."""
-    from .runs import parallel as splits
+    from .runs import parallel
 
     tuning = _tuning(key)
+    typed = _typed({rid: e["config"] for rid, e in tuning["runs"].items()})
     root = _out(MODELS_DIR / key)
     n_jobs = _n_jobs(params)
-    swept = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
+    swept = {rid: run for rid, run in typed.items() if run.splits is not None}
     if swept:
         log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), n_jobs)
-        splits.sweep(
+        parallel.sweep(
             swept,
-            lambda rid, cfg_s, split: (
-                cfg_s,
+            lambda rid, run_s, split: (
+                run_s,
                 tuning["runs"][rid]["tune"]["splits"][str(split)],
                 root / rid / f"split{split:02d}",
             ),
-            splits.refit_task,
+            parallel.refit_task,
             n_jobs,
         )
     plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
     log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
-    tasks = [(e["config"], e["tune"], root / rid) for rid, e in plain.items()]
-    splits.run_tasks(splits.refit_task, tasks, n_jobs)
+    tasks = [(typed[rid], e["tune"], root / rid) for rid, e in plain.items()]
+    parallel.run_tasks(parallel.refit_task, tasks, n_jobs)
     return root
 
 
 def evaluate(params: Mapping[str, Any], key: str) -> Path:
     """Evaluate every run of ``key`` on test, log to its MLflow run; write
     ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``."""
-    from .config.composition import validate
     from .fileio import write_json
     from .runs import evaluate as core
-    from .runs import parallel as splits
+    from .runs import parallel
     from .runs import refit as refit_core
 
     tuning = _tuning(key)
+    typed = _typed({rid: e["config"] for rid, e in tuning["runs"].items()})
     tracker = _tracker(params, key)
     metrics: dict[str, Any] = {}
-    swept_cfg = {rid: e["config"] for rid, e in tuning["runs"].items() if "splits" in e["config"]}
+    swept_runs = {rid: run for rid, run in typed.items() if run.splits is not None}
     swept: dict[str, dict[str, Any]] = {}
-    if swept_cfg:
-        comps = {rid: validate(cfg) for rid, cfg in swept_cfg.items()}
-        swept = splits.sweep(
-            swept_cfg,
-            lambda rid, cfg_s, split: (
-                cfg_s,
+    if swept_runs:
+        swept = parallel.sweep(
+            swept_runs,
+            lambda rid, run_s, split: (
+                run_s,
                 tuning["runs"][rid]["tune"]["splits"][str(split)],
                 _out(MODELS_DIR / key / rid / f"split{split:02d}"),
-                comps[rid],
             ),
-            splits.evaluate_task,
+            parallel.evaluate_task,
             _n_jobs(params),
         )
     for rid, entry in tuning["runs"].items():
         start = time.perf_counter()
-        cfg = entry["config"]
-        comp = validate(cfg)
+        run = typed[rid]
+        comp = run.composition
         record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}
         with tracker.parent_run(
             task=comp.task,
@@ -286,15 +290,14 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
             tags=_run_tags(comp, key, rid),
             run_id=entry.get("run_id"),
         ):
-            if cfg.get("splits") is None:
+            if run.splits is None:
                 result = core.run(
-                    cfg,
-                    splits.load(cfg),
+                    run,
+                    parallel.load(run.config),
                     entry["tune"],
                     refit_core.load(_out(MODELS_DIR / key / rid)),
                     tracker,
                     out_dir=_out(EVAL_DIR / key / rid),
-                    composition=comp,
                     record=record,
                 )
             else:

@@ -36,8 +36,8 @@ from omegaconf import DictConfig
 
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
-from .config.composition import validate
-from .config.settings import check_run_config, to_plain
+from .config.run import RunConfig
+from .plain import to_plain
 
 log = logging.getLogger("pipeline.train")
 
@@ -49,14 +49,14 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     from .data.api import load_prepared
     from .runs import evaluate, refit, tune
     from .runs.evaluate import summary_line
-    from .runs.tracking import TrackingSettings, make_tracker, run_params
+    from .runs.tracking import make_tracker, run_params
 
     start = time.perf_counter()
     plain = to_plain(cfg)
     plain.pop("experiments", None)
-    check_run_config(plain)  # before any work: unknown keys, bad values
-    comp = validate(plain)  # a bad composition costs nothing
-    settings = TrackingSettings.from_config(plain.get("tracking"))
+    run_cfg = RunConfig.from_config(plain)  # before any work: keys, values, composition
+    comp = run_cfg.composition
+    settings = run_cfg.tracking
     if group and not settings.group:
         settings = dataclasses.replace(settings, group=group)
     tracker = make_tracker(settings)  # probes a tracking server
@@ -68,9 +68,9 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
         params=run_params(plain),
     ) as run_id:
         tracker.log_dict(plain, "config.yaml")
-        tuned = tune.run(plain, data, tracker, composition=comp)
-        refitted = refit.run(plain, data, tuned, composition=comp)
-        result = evaluate.run(plain, data, tuned, refitted, tracker, composition=comp)
+        tuned = tune.run(run_cfg, data, tracker)
+        refitted = refit.run(run_cfg, data, tuned)
+        result = evaluate.run(run_cfg, data, tuned, refitted, tracker)
         seconds = time.perf_counter() - start
         tracker.log_metrics({"total_seconds": seconds})
     link = tracker.run_link(comp.task, run_id)  # run <id> [<url of the run's page>]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pipeline.cluster.joblib_backend import ADDRESS_ENV, backend
-from pipeline.config.composition import validate
+from pipeline.config.run import RunConfig
 from pipeline.paths import project_root
 from pipeline.runs import parallel as splits
 
@@ -47,7 +47,7 @@ def test_unset_is_local(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_stage_tasks_on_the_ray_cluster(ray_cluster, on_ray, iris_data) -> None:
     cfgs = [_config(iris_data, high) for high in (1e3, 1e4)]
-    tasks = [(cfg, validate(cfg)) for cfg in cfgs]
+    tasks = [(RunConfig.from_config(cfg),) for cfg in cfgs]
     local = [splits.tune_task(*t) for t in tasks]
     remote = splits.run_tasks(splits.tune_task, tasks, n_jobs=2)
     for a, b in zip(local, remote, strict=True):

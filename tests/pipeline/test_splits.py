@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.config.composition import validate
+from pipeline.config.run import RunConfig
 from pipeline.data.api import load_prepared
 from pipeline.runs import parallel as splits
 from pipeline.runs import tune
@@ -31,14 +31,12 @@ def test_tune_in_workers_logs_what_tune_in_process_logs(prepared) -> None:
         # a kernel model stopped by max_iter: its iterate depends on every rounding of the
         # kernel and of its preconditioner, whatever the BLAS threads of the process
     ]
-    comps = [validate(cfg) for cfg in cfgs]
-    in_workers = splits.run_tasks(
-        splits.tune_recorded_task, list(zip(cfgs, comps, strict=True)), n_jobs=2
-    )
+    runs = [RunConfig.from_config(cfg) for cfg in cfgs]
+    in_workers = splits.run_tasks(splits.tune_recorded_task, [(r,) for r in runs], n_jobs=2)
     assert len(in_workers) == 2
-    for cfg, comp, (tuned, calls) in zip(cfgs, comps, in_workers, strict=True):
+    for cfg, run, (tuned, calls) in zip(cfgs, runs, in_workers, strict=True):
         direct = FakeTracker()
-        expected = tune.run(cfg, load_prepared("iris", cfg), direct, composition=comp)
+        expected = tune.run(run, load_prepared("iris", cfg), direct)
         replayed = FakeTracker()
         RecordingTracker.replay(calls, replayed)
         assert _untimed(tuned) == _untimed(expected)
@@ -79,10 +77,8 @@ def test_kernel_fits_in_workers_equal_fits_in_process(prepared) -> None:
             "progress=false",
         ],
     )
-    comp = validate(cfg)
-    expected = tune.run(cfg, load_prepared("emotions", cfg), None, composition=comp)
-    (tuned, _), (again, _) = splits.run_tasks(
-        splits.tune_recorded_task, [(cfg, comp), (cfg, comp)], n_jobs=2
-    )
+    run = RunConfig.from_config(cfg)
+    expected = tune.run(run, load_prepared("emotions", cfg), None)
+    (tuned, _), (again, _) = splits.run_tasks(splits.tune_recorded_task, [(run,), (run,)], n_jobs=2)
     assert tuned["metrics"] == again["metrics"] == expected["metrics"]
     assert not all(tuned["converged"])  # the case that needs it

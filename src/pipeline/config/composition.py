@@ -26,19 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from ..data.registry import DATASET_TASKS, task_datasets
 from ..errors import CompositionError
-from .settings import to_plain
+from ..plain import to_plain
 
-#: pipeline task -> the registry tasks of the datasets it can run on
-DATASET_TASKS: dict[str, tuple[str, ...]] = {
-    "label_ranking": ("label_ranking",),
-    "ordinal": ("ordinal",),
-    "multilabel": ("multilabel",),
-    "multiclass": ("ordinal",),
-}
-MODELS = ("linear", "poly", "median")
-GEOMETRIES = ("euclidean", "kl")
+#: the models of the pipeline's baselines (the projection models are the engine's)
+BASELINE_MODELS = ("median",)
 BASELINE_DECODERS = ("same", "round")
+#: valid values of ``lambdas.ties`` (:func:`pipeline.runs.scoring.best_index`)
+TIES = ("smallest", "largest")
 
 
 @dataclass(frozen=True)
@@ -111,7 +107,11 @@ def _task_decoders(task: str) -> tuple[str, ...]:
 
 def validate(cfg: Mapping[str, Any]) -> Composition:
     """Check a run config (a composed ``conf/config.yaml``) and resolve its composition."""
+    from projloss._validation import GEOMETRIES
+    from projloss.estimators._base import MODELS as PROJECTION_MODELS
     from projloss.tasks import TASKS, check_composition
+
+    models = (*PROJECTION_MODELS, *BASELINE_MODELS)
 
     cfg = to_plain(cfg)
     task_node = _node(cfg, "task")
@@ -127,8 +127,6 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
             f"{ds_task!r}, which is not a dataset task; write one of {', '.join(registry_tasks)}"
         )
     if ds_task not in DATASET_TASKS[task]:
-        from ..data.registry import task_datasets
-
         dirs = (cfg.get("data") or {}).get("dataset_dirs")
         valid = ", ".join(task_datasets(task, dirs)) or "none available offline"
         raise CompositionError(
@@ -138,8 +136,8 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         )
     model_node = _node(cfg, "model")
     model = model_node["name"]
-    if model not in MODELS:
-        raise CompositionError(f"unknown model {model!r}; valid models are {list(MODELS)}")
+    if model not in models:
+        raise CompositionError(f"unknown model {model!r}; valid models are {list(models)}")
     model_params = {k: v for k, v in model_node.items() if k != "name"}
     geometry = _node(cfg, "geometry")["name"]
     if geometry not in GEOMETRIES:
@@ -306,21 +304,46 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
     return E.ProjectionClassifier(projection_set=projection, decoding_set=decoding, **kwargs)
 
 
-def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
-    """The ascending regularization grid ``np.logspace(log10 low, log10 high, num)``."""
-    node = to_plain(cfg).get("lambdas")
-    if not isinstance(node, Mapping):
-        raise CompositionError("the config needs lambdas: {low: ..., high: ..., num: ...}")
-    low, high, num = node.get("low"), node.get("high"), node.get("num")
-    ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))
-    if not ok or not 0 < low <= high:
-        raise CompositionError(f"lambdas.low and .high must satisfy 0 < low <= high, got {node}")
-    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-        raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
-    from ..runs.scoring import TIES
+@dataclass(frozen=True)
+class LambdaGrid:
+    """``lambdas``: the ascending grid ``np.logspace(log10 low, log10 high, num)`` and the
+    tie rule of the choice of lambda (:func:`pipeline.runs.scoring.best_index`).
 
-    if node.get("ties", "smallest") not in TIES:
-        raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {node['ties']!r}")
-    if num == 1:
-        return np.array([float(low)])
-    return np.logspace(np.log10(low), np.log10(high), num)
+    >>> LambdaGrid.from_config({"low": 1e-2, "high": 1.0, "num": 3}).values
+    [0.01, 0.1, 1.0]
+    """
+
+    low: float
+    high: float
+    num: int
+    ties: str = "smallest"
+
+    @classmethod
+    def from_config(cls, node: Any) -> LambdaGrid:
+        """Validate the ``lambdas`` node (a :class:`CompositionError` names the problem)."""
+        if not isinstance(node, Mapping):
+            raise CompositionError("the config needs lambdas: {low: ..., high: ..., num: ...}")
+        low, high, num = node.get("low"), node.get("high"), node.get("num")
+        ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))
+        if not ok or not 0 < low <= high:
+            raise CompositionError(
+                f"lambdas.low and .high must satisfy 0 < low <= high, got {node}"
+            )
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
+        ties = node.get("ties", "smallest")
+        if ties not in TIES:
+            raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {ties!r}")
+        return cls(low=low, high=high, num=num, ties=str(ties))
+
+    @property
+    def values(self) -> list[float]:
+        """The grid, ascending (floats)."""
+        if self.num == 1:
+            return [float(self.low)]
+        return [float(v) for v in np.logspace(np.log10(self.low), np.log10(self.high), self.num)]
+
+
+def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:
+    """The ascending regularization grid of a config (:class:`LambdaGrid`), as an array."""
+    return np.array(LambdaGrid.from_config(to_plain(cfg).get("lambdas")).values)

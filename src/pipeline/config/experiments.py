@@ -40,14 +40,13 @@ required with ``datasets`` or ``splits``).
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import CompositionError
 from ..paths import conf_dir, project_root
-from .composition import CompositionError
 
 #: settings taken from params.yaml for every run (not from the experiment's composition)
 GLOBAL_KEYS = ("lambdas", "seed", "warm_start", "progress", "data", "tracking")
@@ -296,18 +295,14 @@ def _compose_datasets(item: Mapping[str, Any], compose_one: Any) -> dict[str, di
 
 def dataset_node(name: str) -> dict[str, Any]:
     """The ``dataset`` node Hydra composes for ``dataset=<name>``: the registry file
-    ``conf/dataset/<name>.yaml``, read as Hydra reads it (OmegaConf), once per process."""
-    return copy.deepcopy(_dataset_node(name))
-
-
-@functools.cache
-def _dataset_node(name: str) -> dict[str, Any]:
-    from omegaconf import OmegaConf
+    ``conf/dataset/<name>.yaml``, read by the registry (:func:`load_mapping`; the
+    composition of the first swapped run checks that Hydra reads the same)."""
+    from ..data.registry import load_mapping
 
     path = conf_dir() / "dataset" / f"{name}.yaml"
     if not path.is_file():
         raise CompositionError(f"no dataset {name!r} in {path.parent}")
-    node = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    node = load_mapping(path)
     if not isinstance(node, dict):
         raise CompositionError(f"{path} must hold a mapping")
     return node
@@ -329,7 +324,7 @@ def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: 
     dirname = None
     if name is not None:
         try:
-            dirname = Variant.of(get_spec(cfg["dataset"], settings.dataset_dirs), settings).dirname
+            dirname = Variant.of(get_spec(name, settings.dataset_dirs), settings).dirname
         except ValueError:
             dirname = None
     if declared != dirname:
@@ -344,7 +339,7 @@ def _split_list(cfg: Mapping[str, Any], splits: Any, key: str, rid: str) -> list
     from ..data.registry import get_spec
     from .settings import data_settings
 
-    spec = get_spec(cfg["dataset"], data_settings(cfg).dataset_dirs)
+    spec = get_spec(cfg["dataset"]["name"], data_settings(cfg).dataset_dirs)  # the registry reads
     if spec.n_splits is None:
         raise CompositionError(
             f"experiment {key!r}, run {rid!r}: 'splits' needs a dataset that ships indexed "

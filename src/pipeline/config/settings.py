@@ -1,4 +1,7 @@
-"""The data settings (Hydra group ``conf/data/``), validated into a frozen dataclass.
+"""The settings of a run, validated: data (Hydra group ``conf/data/``), the run config's
+keys (:func:`check_run_config`) and tracking (:class:`TrackingSettings`).
+
+The data settings are a frozen dataclass.
 
 The same settings drive fetch, preprocess and :func:`pipeline.data.load_prepared`.  Their
 defaults live in one place, ``conf/data/default.yaml``; :func:`data_settings` reads that
@@ -10,13 +13,15 @@ so the Python API needs no Hydra.  Every path is resolved against the project ro
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..paths import conf_dir, project_root, resolve
+from ..plain import to_plain
 
 #: The paper's protocol (GUIDE §3): prepared-data variants are named relative to these.
 PROTOCOL_DEFAULTS: dict[str, Any] = {
@@ -26,19 +31,6 @@ PROTOCOL_DEFAULTS: dict[str, Any] = {
     "ordinal_split": 0,
     "drop_empty": False,
 }
-
-
-def to_plain(obj: Any) -> Any:
-    """A plain ``dict``/``list`` copy of ``obj`` (OmegaConf containers resolved)."""
-    if type(obj).__module__.startswith("omegaconf"):  # DictConfig / ListConfig
-        from omegaconf import OmegaConf
-
-        return OmegaConf.to_container(obj, resolve=True)
-    if isinstance(obj, Mapping):
-        return {k: to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_plain(v) for v in obj]
-    return obj
 
 
 def load_default_data_config() -> dict[str, Any]:
@@ -266,8 +258,6 @@ def check_run_config(cfg: Mapping[str, Any]) -> None:
     _check_lambdas(cfg.get("lambdas") or {})
     _check_model(cfg.get("model"))
     if "tracking" in cfg:
-        from ..runs.tracking import TrackingSettings
-
         TrackingSettings.from_config(cfg["tracking"])
     if "data" in cfg and isinstance(cfg["data"], Mapping):
         data_settings(cfg["data"])
@@ -308,3 +298,55 @@ def _check_model(node: Any) -> None:
     for key, (ok, valid) in checks.items():
         if key in node and not ok(node[key]):
             raise _bad(f"model.{key}", node[key], valid)
+
+
+# --------------------------------------------------------------------------- tracking
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The ``tracking`` node of the config (see ``conf/config.yaml``)."""
+
+    enabled: bool = True
+    uri: str | None = None
+    artifacts: str | None = None
+    experiment_prefix: str = "projloss"
+    log_models: bool = True
+    figures: bool = True
+    heatmap_samples: int = 3
+    probe_timeout: float = 5.0
+    group: str | None = None
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
+        """Validate the ``tracking`` node (a :class:`ConfigError` names the bad key)."""
+        plain = to_plain(node) or {}
+        if not isinstance(plain, Mapping):
+            raise ConfigError(f"tracking={plain!r} is invalid: it must be a mapping of settings")
+        plain = dict(plain)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(plain) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown tracking setting(s) {[f'tracking.{k}' for k in unknown]}; "
+                f"valid: {sorted(known)}"
+            )
+        for key, value in plain.items():
+            _check_setting(key, value)
+        return cls(**plain)
+
+
+def _check_setting(key: str, value: Any) -> None:
+    """Type and range of one tracking setting (:class:`ConfigError` otherwise)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key in ("enabled", "log_models", "figures"):
+        ok, valid = isinstance(value, bool), "true or false"
+    elif key == "probe_timeout":
+        ok, valid = number and 0 < value < math.inf, "a positive number of seconds"
+    elif key == "heatmap_samples":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        valid = "an integer >= 0"
+    elif key == "experiment_prefix":
+        ok, valid = isinstance(value, str) and value.strip() != "", "a non-empty string"
+    else:  # uri, artifacts, group
+        ok, valid = value is None or isinstance(value, str), "a string or null"
+    if not ok:
+        raise ConfigError(f"tracking.{key}={value!r} is invalid: it must be {valid}")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..config.settings import DataSettings, data_settings, to_plain
+from ..config.settings import DataSettings, data_settings
 from ..errors import (
     ChecksumError,
     DatasetError,
@@ -52,6 +52,7 @@ from ..fileio import (
     write_text,
 )
 from ..paths import project_root, resolve
+from ..plain import to_plain
 from .registry import CHECKSUMS, DatasetSpec, FileSpec, select
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import DataSettings, data_settings, to_plain
+from ..config.settings import DataSettings, data_settings
 from ..errors import DatasetError, DatasetFailures, MissingRawDataError
 from ..fileio import sha256_file
+from ..plain import to_plain
 from .fetch import read_checksums, verify_raw
 from .protocol import SPLITS, Variant, apply_protocol, split_indices
 from .readers import FILE_OPTIONS, RawData, load_raw

@@ -27,6 +27,7 @@ A file is taken from ``path``, else from the mirror, else from its URLs (see
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,10 +36,19 @@ from typing import Any
 
 import yaml
 
-from ..config.settings import to_plain
 from ..errors import DataSettingError, RegistryError, UnknownDatasetError
+from ..plain import to_plain
 
-TASKS = ("label_ranking", "ordinal", "multilabel")
+#: task (the engine's, :data:`projloss.tasks.TASKS`) -> the label kinds of the datasets it
+#: runs on (a dataset YAML's ``task``): multiclass runs on the ordinal datasets' classes
+DATASET_TASKS: dict[str, tuple[str, ...]] = {
+    "label_ranking": ("label_ranking",),
+    "ordinal": ("ordinal",),
+    "multilabel": ("multilabel",),
+    "multiclass": ("ordinal",),
+}
+#: the label kinds of the datasets (a dataset YAML's ``task``), in the registry's order
+TASKS = tuple(dict.fromkeys(t for kinds in DATASET_TASKS.values() for t in kinds))
 #: reader format -> the task whose labels it produces
 FORMAT_TASK = {
     "label_ranking": "label_ranking",
@@ -248,21 +258,34 @@ def _file_spec(entry: Any, fail: Any) -> FileSpec:
 # libyaml's C parser when available: the ordinal files list 60 files each.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CACHE: dict[Path, tuple[tuple[int, int], DatasetSpec]] = {}
+_RAW: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+
+def load_mapping(path: Path) -> dict[str, Any]:
+    """One dataset YAML file as written (a copy; parsed once while the file is unchanged):
+    the mapping :func:`load_spec` validates, and the ``dataset`` node of a run config
+    (:func:`pipeline.config.experiments.dataset_node`)."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        if path not in _RAW or _RAW[path][0] != key:
+            with open(path, encoding="utf-8") as f:
+                data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
+            _RAW[path] = (key, data or {})
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
+    return copy.deepcopy(_RAW[path][1])
 
 
 def load_spec(path: Path) -> DatasetSpec:
     """Read and validate one dataset YAML file (cached while the file is unchanged)."""
     path = Path(path).resolve()
-    try:
-        st = path.stat()
-        key = (st.st_mtime_ns, st.st_size)
-        if path in _CACHE and _CACHE[path][0] == key:
-            return _CACHE[path][1]
-        with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_Loader)  # a safe loader (C or Python)
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"cannot parse dataset file {path}: {exc}") from exc
-    spec = DatasetSpec.from_mapping(data or {}, source=path)
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    if path in _CACHE and _CACHE[path][0] == key:
+        return _CACHE[path][1]
+    spec = DatasetSpec.from_mapping(load_mapping(path), source=path)
     _CACHE[path] = (key, spec)
     return spec
 
@@ -346,7 +369,6 @@ def task_datasets(
     >>> task_datasets("label_ranking")  # doctest: +SKIP
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
     """
-    from ..config.composition import DATASET_TASKS
     from ..paths import project_root, resolve
 
     wanted = (task,) if task in TASKS else DATASET_TASKS.get(task)

@@ -31,6 +31,7 @@ import numpy as np
 from . import paper as paper_mod
 from .results import Results
 from .tables import DIFFERS, MATCH, NOISE, Table, build, to_csv, to_markdown
+from .tables import fmt as _fmt
 
 NOTES = Path(__file__).with_name("notes.yaml")
 F1_AVERAGES = ("f1_micro", "f1_macro", "f1_samples")
@@ -239,10 +240,6 @@ def _in_samples(cell: Any) -> str:
     if cell.diff is None or abs(cell.diff) <= 0.5 or not cell.noise:
         return ""
     return f" ({abs(cell.diff) / cell.noise:.1f} test sample)"
-
-
-def _fmt(v: float | None, digits: int = 2) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
 
 
 def _signed(v: float | None) -> str:

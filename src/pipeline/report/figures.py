@@ -69,7 +69,7 @@ def figure3(root: Path, spec: Mapping[str, Any]) -> Any:
         return None
     import json
 
-    from ..config.settings import to_plain
+    from ..plain import to_plain
 
     refitted = refit_core.load(model_dir)
     tuning = json.loads((Path(root) / "data" / "tuning" / f"{experiment}.json").read_text())

@@ -2,7 +2,7 @@
 
 For each table of the paper that compares compositions (Tables 1, 2, 3, 4, 6, 7) this
 reads the tracked results of every split (``data/eval/<key>/<run>/results.json`` of the
-repeated-split experiments, :mod:`pipeline.report.repeated`; Table 4: the thirty splits
+repeated-split experiments, :mod:`pipeline.report.seeds`; Table 4: the thirty splits
 of ``ord-splits``) and writes:
 
 - ``<table>.md`` / ``<table>.csv``: mean ± std over the splits of each cell (std with
@@ -35,6 +35,7 @@ import numpy as np
 from . import significance as sig
 from .paper import Column, Row, TableSpec
 from .results import RESULTS
+from .tables import fmt as _fmt
 
 #: the tables compared, and the paper's proposed composition of each (the control)
 TABLES = {
@@ -427,10 +428,6 @@ def _within_paper(a: Analysis) -> Finding:
 
 
 # --------------------------------------------------------------------------- rendering
-def _fmt(x: float, digits: int = 2) -> str:
-    return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
-
-
 def table_markdown(a: Analysis, png: str | None) -> str:
     """The table's Markdown: mean ± std, ranks, Friedman, Nemenyi, Holm-Wilcoxon."""
     spec, d = a.data.spec, a.data
@@ -623,7 +620,7 @@ def build(
     """Collect, analyze and write ``out`` (``reports/repeated``); return the report."""
     from ..fileio import write_text
     from .paper import tables
-    from .repeated import repeated_experiments, seed_keys
+    from .seeds import repeated_experiments, seed_keys
 
     experiments = repeated_experiments() if experiments is None else experiments
     seeds = seed_keys(experiments, repeats)

@@ -169,8 +169,16 @@ SUMMARY_LABELS = {"average": "Average", "rank": "Average rank"}
 
 
 # ------------------------------------------------------------------ rendering
-def _fmt(v: float | None, digits: int = 2) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+def fmt(v: float | None, digits: int = 2) -> str:
+    """A table cell: ``digits`` decimals, ``—`` when there is no (finite) value.
+
+    >>> fmt(3.14159), fmt(None), fmt(float("nan"), 3), fmt(0.5, 3)
+    ('3.14', '—', '—', '0.500')
+    """
+    return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+_fmt = fmt
 
 
 def _best(values: Sequence[float | None], lower: bool) -> float | None:

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config.composition import Composition, validate
-from ..config.settings import to_plain
+from ..config.composition import Composition
+from ..config.run import RunConfig
 from ..fileio import atomic_path, write_json
 from .refit import Refitted
-from .scoring import score, task_metrics
+from .scoring import run_metrics, score
 from .tracking import Tracker
 
 PREDICTIONS = "predictions.npz"
@@ -75,14 +75,13 @@ def model_names(refitted: Refitted, select_by: list[str]) -> dict[int, str]:
 
 
 def run(
-    cfg: Mapping[str, Any],
+    run: RunConfig,
     data: Any,
     tuned: Mapping[str, Any],
     refitted: Refitted,
     tracker: Tracker | None = None,
     *,
     out_dir: Path | None = None,
-    composition: Composition | None = None,
     record: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score ``refitted`` on ``data.test``, log it; return the JSON-able test results:
@@ -90,10 +89,9 @@ def run(
     metric -> lambda) and ``seconds``. ``record``: extra entries of ``results.json``
     (e.g. the MLflow run id, the experiment and run keys)."""
     start = time.perf_counter()
-    cfg = to_plain(cfg)
-    comp = composition or validate(cfg)
+    comp = run.composition
     tracker = tracker or Tracker()
-    metrics, select_by = task_metrics(cfg["task"])
+    metrics, select_by = run_metrics(run), list(run.select_by)
     X, y = data.test
     predictions = {i: model.predict(X) for i, model in refitted.models.items()}
     scores = {i: score(metrics, y, p) for i, p in predictions.items()}

@@ -2,9 +2,10 @@
 and split sweeps (each composition on every orreview split, paper Table 4 over thirty
 splits).
 
-The tasks call the same cores as one run (:mod:`pipeline.stages`); a split sweep runs them
-once per split with ``data.ordinal_split`` set to the split (:func:`split_config`). The
-tasks are independent, so each stage runs them as joblib tasks (``n_jobs`` of
+The tasks call the same cores as one run (:mod:`pipeline.runs`), with its typed config
+(:class:`~pipeline.config.run.RunConfig`); a split sweep runs them once per split with
+``data.ordinal_split`` set to the split (:meth:`~pipeline.config.run.RunConfig.for_split`).
+The tasks are independent, so each stage runs them as joblib tasks (``n_jobs`` of
 params.yaml; -1: every core; 1: in the stage's process), each process loading the
 prepared data it needs once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the
 tracking: a run's MLflow logging is recorded in its task and replayed by the stage
@@ -15,26 +16,20 @@ dataset with the per-split values as metric steps, one models directory per spli
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..config.run import RunConfig
+
 #: prepared data loaded by this process (a worker keeps them across its tasks)
 _DATA: dict[str, Any] = {}
 
 
-def split_config(cfg: Mapping[str, Any], split: int) -> dict[str, Any]:
-    """The config of one split of a split sweep (``data.ordinal_split = split``)."""
-    out = copy.deepcopy(dict(cfg))
-    out.pop("splits", None)
-    out["data"] = {**out.get("data", {}), "ordinal_split": int(split)}
-    return out
-
-
 def load(cfg: Mapping[str, Any]) -> Any:
-    """The prepared data of a run config, loaded once per process."""
+    """The prepared data of a run config (``dataset.name`` and ``data``), loaded once per
+    process."""
     from ..data.api import load_prepared
 
     key = json.dumps([cfg["dataset"]["name"], cfg.get("data")], sort_keys=True, default=str)
@@ -57,39 +52,37 @@ def load(cfg: Mapping[str, Any]) -> Any:
     return _DATA[key]
 
 
-def tune_task(cfg: Mapping[str, Any], comp: Any) -> dict[str, Any]:
+def tune_task(run: RunConfig) -> dict[str, Any]:
     """Tune one split (no tracking: the stage logs the sweep)."""
     from . import tune as core
 
-    return core.run(cfg, load(cfg), None, composition=comp)
+    return core.run(run, load(run.config), None)
 
 
-def tune_recorded_task(cfg: Mapping[str, Any], comp: Any) -> tuple[dict[str, Any], list]:
+def tune_recorded_task(run: RunConfig) -> tuple[dict[str, Any], list]:
     """Tune one run, recording what it logs (the stage replays it into the run's MLflow
     parent run, see :class:`pipeline.runs.tracking.RecordingTracker`)."""
     from . import tune as core
     from .tracking import RecordingTracker
 
     recorder = RecordingTracker()
-    tuned = core.run(cfg, load(cfg), recorder, composition=comp)
+    tuned = core.run(run, load(run.config), recorder)
     return tuned, recorder.calls
 
 
-def refit_task(cfg: Mapping[str, Any], tuned: Mapping[str, Any], directory: Path) -> None:
+def refit_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> None:
     """Refit one split on train + validation and save the models to ``directory``."""
     from . import refit as core
 
-    core.save(core.run(cfg, load(cfg), tuned), directory)
+    core.save(core.run(run, load(run.config), tuned), directory)
 
 
-def evaluate_task(
-    cfg: Mapping[str, Any], tuned: Mapping[str, Any], directory: Path, comp: Any
-) -> dict[str, Any]:
+def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> dict[str, Any]:
     """Score one split's saved models on its test split (no files, no tracking)."""
     from . import evaluate as core
     from . import refit as refit_core
 
-    result = core.run(cfg, load(cfg), tuned, refit_core.load(directory), None, composition=comp)
+    result = core.run(run, load(run.config), tuned, refit_core.load(directory), None)
     result.pop("seconds", None)
     return result
 
@@ -109,20 +102,20 @@ def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -
 
 
 def sweep(
-    runs: Mapping[str, Mapping[str, Any]],
-    make_task: Callable[[str, Mapping[str, Any], int], tuple],
+    runs: Mapping[str, RunConfig],
+    make_task: Callable[[str, RunConfig, int], tuple],
     fn: Callable[..., Any],
     n_jobs: int,
 ) -> dict[str, dict[str, Any]]:
-    """``fn`` on every (run, split) of ``runs`` (configs with ``splits``): run id -> split
-    (as a string, the JSON key) -> result. ``make_task(rid, cfg_s, split)`` builds the
-    arguments of one task."""
+    """``fn`` on every (run, split) of ``runs`` (runs with ``splits``): run id -> split
+    (as a string, the JSON key) -> result. ``make_task(rid, run_s, split)`` builds the
+    arguments of one task from the run of that split (:meth:`RunConfig.for_split`)."""
     keys: list[tuple[str, int]] = []
     tasks: list[tuple] = []
-    for rid, cfg in runs.items():
-        for split in cfg["splits"]:
+    for rid, run in runs.items():
+        for split in run.splits or ():
             keys.append((rid, split))
-            tasks.append(make_task(rid, split_config(cfg, split), split))
+            tasks.append(make_task(rid, run.for_split(split), split))
     out: dict[str, dict[str, Any]] = {rid: {} for rid in runs}
     for (rid, split), result in zip(keys, run_tasks(fn, tasks, n_jobs), strict=True):
         out[rid][str(split)] = result

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config.composition import Composition, make_estimator, validate
-from ..config.settings import to_plain
+from ..config.composition import make_estimator
+from ..config.run import RunConfig
 from ..fileio import atomic_path, write_json
 from .tune import convergence_warning, fit_quietly
 
@@ -39,17 +39,10 @@ class Refitted:
         return self.models[self.selection[metric]]
 
 
-def run(
-    cfg: Mapping[str, Any],
-    data: Any,
-    tuned: Mapping[str, Any],
-    *,
-    composition: Composition | None = None,
-) -> Refitted:
-    """Refit the composition of ``cfg`` on ``data.train_val`` for each lambda ``tuned``
+def run(run: RunConfig, data: Any, tuned: Mapping[str, Any]) -> Refitted:
+    """Refit the composition of ``run`` on ``data.train_val`` for each lambda ``tuned``
     selected (the result of :func:`pipeline.runs.tune.run`)."""
-    cfg = to_plain(cfg)
-    comp = composition or validate(cfg)
+    comp = run.composition
     X, y = data.train_val
     selection = {name: int(sel["index"]) for name, sel in tuned["selected"].items()}
     models: dict[int, Any] = {}

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config.composition import TIES
 from ..errors import CompositionError
 
 
@@ -108,13 +109,17 @@ def task_metrics(task_node: Mapping[str, Any]) -> tuple[list[Metric], list[str]]
     return [valid[n] for n in names], select_by
 
 
+def run_metrics(run: Any) -> list[Metric]:
+    """The metrics of a :class:`~pipeline.config.run.RunConfig` (names checked there)."""
+    valid = metrics_of(run.composition.task)
+    return [valid[name] for name in run.metrics]
+
+
 def score(metrics: Sequence[Metric], y_true: Any, y_pred: Any) -> dict[str, float]:
     """Every metric of ``metrics`` on one prediction."""
     return {m.name: m(y_true, y_pred) for m in metrics}
 
 
-#: valid values of ``lambdas.ties``
-TIES = ("smallest", "largest")
 
 
 def best_index(

@@ -45,13 +45,13 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..config.settings import to_plain
-from ..errors import ConfigError, TrackingError
+from ..config.settings import TrackingSettings
+from ..errors import TrackingError
 from ..paths import project_root, resolve
+from ..plain import to_plain
 
 log = logging.getLogger(__name__)
 
@@ -65,57 +65,6 @@ MAX_PARAM = 500
 CHILD_TAGS = ("task", "dataset", "set", "geometry", "decoder", "model", "composition", "group")
 #: config keys that are not settings of a run (the DVC experiment list, registry files)
 PARAM_EXCLUDE = ("experiments", "hydra", "dataset.files", "dataset.paper")
-
-
-@dataclass(frozen=True)
-class TrackingSettings:
-    """The ``tracking`` node of the config (see ``conf/config.yaml``)."""
-
-    enabled: bool = True
-    uri: str | None = None
-    artifacts: str | None = None
-    experiment_prefix: str = "projloss"
-    log_models: bool = True
-    figures: bool = True
-    heatmap_samples: int = 3
-    probe_timeout: float = 5.0
-    group: str | None = None
-
-    @classmethod
-    def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
-        """Validate the ``tracking`` node (a :class:`ConfigError` names the bad key)."""
-        plain = to_plain(node) or {}
-        if not isinstance(plain, Mapping):
-            raise ConfigError(f"tracking={plain!r} is invalid: it must be a mapping of settings")
-        plain = dict(plain)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(plain) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown tracking setting(s) {[f'tracking.{k}' for k in unknown]}; "
-                f"valid: {sorted(known)}"
-            )
-        for key, value in plain.items():
-            _check_setting(key, value)
-        return cls(**plain)
-
-
-def _check_setting(key: str, value: Any) -> None:
-    """Type and range of one tracking setting (:class:`ConfigError` otherwise)."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if key in ("enabled", "log_models", "figures"):
-        ok, valid = isinstance(value, bool), "true or false"
-    elif key == "probe_timeout":
-        ok, valid = number and 0 < value < math.inf, "a positive number of seconds"
-    elif key == "heatmap_samples":
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        valid = "an integer >= 0"
-    elif key == "experiment_prefix":
-        ok, valid = isinstance(value, str) and value.strip() != "", "a non-empty string"
-    else:  # uri, artifacts, group
-        ok, valid = value is None or isinstance(value, str), "a string or null"
-    if not ok:
-        raise ConfigError(f"tracking.{key}={value!r} is invalid: it must be {valid}")
 
 
 def resolve_uri(uri: str | None = None) -> str:

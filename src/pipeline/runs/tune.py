@@ -22,14 +22,13 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Mapping
 from typing import Any
 
 from sklearn.exceptions import ConvergenceWarning
 
-from ..config.composition import Composition, lambda_grid, make_estimator, validate
-from ..config.settings import to_plain
-from .scoring import best_index, score, task_metrics
+from ..config.composition import Composition, make_estimator
+from ..config.run import RunConfig
+from .scoring import best_index, run_metrics, score
 from .tracking import Tracker
 
 log = logging.getLogger(__name__)
@@ -81,27 +80,20 @@ def _lambda_name(lam: float | None) -> str:
     return "lambda=none" if lam is None else f"lambda={lam:.3g}"
 
 
-def run(
-    cfg: Mapping[str, Any],
-    data: Any,
-    tracker: Tracker | None = None,
-    *,
-    composition: Composition | None = None,
-) -> dict[str, Any]:
-    """Tune lambda for the composition of ``cfg`` on ``data`` (a ``PreparedData``).
+def run(run: RunConfig, data: Any, tracker: Tracker | None = None) -> dict[str, Any]:
+    """Tune lambda for the composition of ``run`` on ``data`` (a ``PreparedData``).
 
     Returns a JSON-able dict: ``lambdas`` (ascending; ``[None]`` for the median), the
     validation ``metrics`` (name -> values aligned with ``lambdas``), ``fit_seconds``,
     ``n_iter``, ``converged``, ``selected`` (metric -> ``{index, lambda, value}``),
     ``select_by``, ``greater_is_better`` and ``seconds``.
     """
-    cfg = to_plain(cfg)
-    comp = composition or validate(cfg)
+    comp = run.composition
     tracker = tracker or Tracker()
-    metrics, select_by = task_metrics(cfg["task"])
+    metrics, select_by = run_metrics(run), list(run.select_by)
     (X, y), (X_val, y_val) = data.train, data.val
-    grid: list[float | None] = [float(v) for v in lambda_grid(cfg)] if comp.has_lambda else [None]
-    warm = bool(cfg.get("warm_start", True)) and comp.kind == "projection"
+    grid = run.grid
+    warm = run.warm
     order = sorted(range(len(grid)), key=lambda i: -(grid[i] or 0.0)) if warm else range(len(grid))
     estimator = make_estimator(comp, alpha=grid[-1], warm_start=warm)
     n = len(grid)
@@ -112,7 +104,7 @@ def run(
 
     start = time.perf_counter()
     steps: Any = order
-    if cfg.get("progress", True) and n > 1:
+    if run.progress and n > 1:
         from tqdm.auto import tqdm
 
         # disable=None: no bar when stderr is not a terminal (logs of DVC or a cluster)
@@ -134,7 +126,7 @@ def run(
             child_metrics["n_iter"] = float(n_iter[i])
         tracker.child_run(_lambda_name(lam), {"lambda": lam}, child_metrics)
 
-    ties = str((cfg.get("lambdas") or {}).get("ties", "smallest"))
+    ties = run.ties
     selected = {}
     for name in select_by:
         greater = next(m.greater_is_better for m in metrics if m.name == name)

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.config.composition import validate
 from pipeline.config.experiments import compose_runs
+from pipeline.config.run import RunConfig
 from pipeline.data import fetch
 from pipeline.data import prepare as preprocess
 from pipeline.data.api import load_prepared
@@ -157,12 +157,12 @@ def test_user_dataset_in_the_repeated_report(tmp_path: Path, mirror: Path) -> No
                 c["data"] = {**settings.as_dict(), "seed": s}
                 if name == "userlr":  # the registry entry, as Hydra composes dataset=userlr
                     c["dataset"] = yaml.safe_load((registry / "userlr.yaml").read_text())
-                comp = validate(c)
+                typed = RunConfig.from_config(c)
                 data = splits.load(c)
-                tuned = tune.run(c, data, None, composition=comp)
-                fitted = refit.run(c, data, tuned, composition=comp)
+                tuned = tune.run(typed, data, None)
+                fitted = refit.run(typed, data, tuned)
                 out = tmp_path / "data" / "eval" / key / name / run
-                evaluate.run(c, data, tuned, fitted, None, out_dir=out, composition=comp)
+                evaluate.run(typed, data, tuned, fitted, None, out_dir=out)
     splits._DATA.clear()
 
     report = repeated_report.build(tmp_path, tmp_path / "repeated", 3, experiments)

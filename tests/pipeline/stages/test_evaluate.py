@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from pipeline.config.run import RunConfig
 from pipeline.data.api import load_prepared
 from pipeline.runs import evaluate, refit, tune
 
@@ -18,8 +19,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def _pipeline(prepared, overrides: list[str], dataset: str):
     cfg = run_config(prepared, [*overrides, f"dataset={dataset}", "lambdas.num=3"])
     data = load_prepared(dataset, cfg)
-    tuned = tune.run(cfg, data)
-    return cfg, data, tuned, refit.run(cfg, data, tuned)
+    run = RunConfig.from_config(cfg)
+    tuned = tune.run(run, data)
+    return run, data, tuned, refit.run(run, data, tuned)
 
 
 def test_label_ranking(prepared, tmp_path) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from pipeline.config.composition import make_estimator, validate
+from pipeline.config.run import RunConfig
 from pipeline.data.api import load_prepared
 from pipeline.runs import refit, tune
 
@@ -20,11 +21,12 @@ def test_refit_each_distinct_lambda_on_train_val(prepared, tmp_path) -> None:
         prepared, ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
     )
     data = load_prepared("emotions", cfg)
-    tuned = tune.run(cfg, data)
+    run = RunConfig.from_config(cfg)
+    tuned = tune.run(run, data)
     # make two metrics choose different lambdas, whatever the data say
     tuned["selected"]["f1_macro"] = {"index": 0, "lambda": tuned["lambdas"][0], "value": 0.0}
     tuned["selected"]["accuracy"] = {"index": 2, "lambda": tuned["lambdas"][2], "value": 0.0}
-    out = refit.run(cfg, data, tuned)
+    out = refit.run(run, data, tuned)
     distinct = {s["index"] for s in tuned["selected"].values()}
     assert set(out.models) == distinct
     assert out.selection == {k: v["index"] for k, v in tuned["selected"].items()}

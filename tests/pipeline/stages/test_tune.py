@@ -9,6 +9,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from pipeline.config.composition import make_estimator, validate
+from pipeline.config.run import RunConfig
 from pipeline.data.api import load_prepared
 from pipeline.runs import tune
 from pipeline.runs.scoring import task_metrics
@@ -24,7 +25,7 @@ def test_curves_and_selection(prepared) -> None:
     )
     data = load_prepared("iris", cfg)
     tracker = RecordingTracker()
-    out = tune.run(cfg, data, tracker)
+    out = tune.run(RunConfig.from_config(cfg), data, tracker)
     np.testing.assert_allclose(out["lambdas"], np.logspace(-4, 4, 4))
     comp = validate(cfg)
     (metric,), _ = task_metrics(cfg["task"])
@@ -57,8 +58,8 @@ def test_curves_and_selection(prepared) -> None:
 def test_warm_start_gives_the_cold_results(prepared, dataset: str, overrides: list) -> None:
     cfg = run_config(prepared, [*overrides, f"dataset={dataset}", "lambdas.num=5"])
     data = load_prepared(dataset, cfg)
-    warm = tune.run({**cfg, "warm_start": True}, data)
-    cold = tune.run({**cfg, "warm_start": False}, data)
+    warm = tune.run(RunConfig.from_config({**cfg, "warm_start": True}), data)
+    cold = tune.run(RunConfig.from_config({**cfg, "warm_start": False}), data)
     assert warm["warm_start"] and not cold["warm_start"]
     assert warm["metrics"] == cold["metrics"]
     assert warm["selected"] == cold["selected"]
@@ -68,7 +69,7 @@ def test_per_metric_selection(prepared) -> None:
     cfg = run_config(
         prepared, ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
     )
-    out = tune.run(cfg, load_prepared("emotions", cfg))
+    out = tune.run(RunConfig.from_config(cfg), load_prepared("emotions", cfg))
     assert out["select_by"] == ["accuracy", "f1_micro", "f1_macro", "f1_samples"]
     for name, sel in out["selected"].items():
         assert sel["value"] == max(out["metrics"][name])
@@ -77,11 +78,11 @@ def test_per_metric_selection(prepared) -> None:
 
 def test_baselines(prepared) -> None:
     cfg = run_config(prepared, ["task=ordinal", "model=median", "lambdas.num=3"])
-    out = tune.run(cfg, load_prepared("ERA", cfg))
+    out = tune.run(RunConfig.from_config(cfg), load_prepared("ERA", cfg))
     assert out["lambdas"] == [None] and out["selected"]["mae"]["lambda"] is None
     assert out["n_iter"] == [None]
     cfg = run_config(prepared, ["task=ordinal", "set=reals", "decoder=round", "lambdas.num=3"])
-    out = tune.run(cfg, load_prepared("ERA", cfg))
+    out = tune.run(RunConfig.from_config(cfg), load_prepared("ERA", cfg))
     assert len(out["lambdas"]) == 3 and out["warm_start"] is False
 
 
@@ -89,7 +90,7 @@ def test_non_convergence_is_counted_not_printed(prepared, caplog) -> None:
     cfg = run_config(prepared, ["task=label_ranking", "lambdas.num=2", "model.max_iter=1"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = tune.run(cfg, load_prepared("iris", cfg))
+        out = tune.run(RunConfig.from_config(cfg), load_prepared("iris", cfg))
     assert out["converged"] == [False, False]
     assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert "2 of 2 fits stopped before convergence" in caplog.text

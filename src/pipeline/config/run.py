@@ -1,0 +1,93 @@
+"""The typed run config: one run, built once at the edge from the Hydra config.
+
+A run is a composition (the set with its parameters, geometry, decoder, task, dataset and
+model: :class:`~pipeline.config.composition.Composition`) with its lambda grid (values
+and tie rule), warm start, metrics, data settings and tracking settings. The commands
+(``pipeline.train``, the DVC stages) build it with :meth:`RunConfig.from_config`, which
+checks the config's keys and values (:func:`~pipeline.config.settings.check_run_config`)
+and the composition (:func:`~pipeline.config.composition.validate`) once; the stage cores
+(:mod:`pipeline.runs`) take it, never the raw config::
+
+    run = RunConfig.from_config(cfg)
+    tuned = tune.run(run, data, tracker)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..plain import to_plain
+from .composition import Composition, LambdaGrid, validate
+from .settings import DataSettings, TrackingSettings, check_run_config, data_settings
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run, checked: see the module docstring.
+
+    ``lambdas`` is None for a composition without regularization (the median baseline);
+    ``config`` is the plain run config it was built from (logged as ``config.yaml``, the
+    MLflow parameters, the tuning JSON; the data node of :func:`load_prepared`);
+    ``splits``: the orreview splits of a split sweep (None: one run).
+    """
+
+    composition: Composition
+    lambdas: LambdaGrid | None
+    metrics: tuple[str, ...]
+    select_by: tuple[str, ...]
+    warm_start: bool
+    progress: bool
+    data: DataSettings
+    tracking: TrackingSettings
+    config: dict[str, Any] = field(repr=False, compare=False)
+    splits: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> RunConfig:
+        """Check a run config (a composed ``conf/config.yaml``, plain or DictConfig) once
+        and type it."""
+        from ..runs.scoring import task_metrics
+
+        plain = to_plain(cfg)
+        check_run_config(plain)  # unknown keys, bad values
+        comp = validate(plain)  # the composition
+        metrics, select_by = task_metrics(plain["task"])
+        lambdas = LambdaGrid.from_config(plain.get("lambdas")) if comp.has_lambda else None
+        splits = plain.get("splits")
+        return cls(
+            composition=comp,
+            lambdas=lambdas,
+            metrics=tuple(m.name for m in metrics),
+            select_by=tuple(select_by),
+            warm_start=bool(plain.get("warm_start", True)),
+            progress=bool(plain.get("progress", True)),
+            data=data_settings(plain),
+            tracking=TrackingSettings.from_config(plain.get("tracking")),
+            config=plain,
+            splits=None if splits is None else tuple(int(s) for s in splits),
+        )
+
+    @property
+    def grid(self) -> list[float | None]:
+        """The lambdas to fit (``[None]``: one fit without lambda)."""
+        return [None] if self.lambdas is None else self.lambdas.values
+
+    @property
+    def ties(self) -> str:
+        return "smallest" if self.lambdas is None else self.lambdas.ties
+
+    @property
+    def warm(self) -> bool:
+        """Whether the grid is fitted warm-started (projection estimators only)."""
+        return self.warm_start and self.composition.kind == "projection"
+
+    def for_split(self, split: int) -> RunConfig:
+        """The run of one split of a split sweep (``data.ordinal_split = split``)."""
+        config = {k: v for k, v in self.config.items() if k != "splits"}
+        config["data"] = {**config.get("data", {}), "ordinal_split": int(split)}
+        return dataclasses.replace(
+            self, config=config, splits=None, data=self.data.replace(ordinal_split=int(split))
+        )
