@@ -24,9 +24,10 @@ and never counts for the acceptance check. MLflow logs to the clone's own store
 (``MLFLOW_TRACKING_URI`` is unset for the run).
 
 **Several commits** (``--compare REV``: REV then HEAD; or ``--commit`` repeated) are
-measured back to back on the same machine, each in its own clone, ``--rounds`` times in
-turn (A B A B ...; a later round reuses the clone and its venv after ``git clean -xdff``:
-the outputs, the MLflow store and the numba cache are gone again). Each commit's best
+measured back to back on the same machine, each in its own clone: every clone and venv is
+made first, then each commit's ``make repro`` runs in turn, ``--rounds`` times (A B A B
+...), in its clone cleaned back to a fresh one but for its venv (``git clean -xdff``: no
+outputs, MLflow store or numba cache of an earlier round). Each commit's best
 round is its ``repro-<commit>.json``; the comparison is ``compare-<A>-<B>.json`` with
 every round, and the section shows the newest full one, stage by stage (the acceptance
 check of issue 14: HEAD at least 2x faster than the first commit).
@@ -445,6 +446,26 @@ def _commits(args: argparse.Namespace) -> list[tuple[str, str]]:
     return out
 
 
+def _prepare(
+    commit: str, short: str, base: Path, shared: Path, args: argparse.Namespace, env: dict
+) -> float | None:
+    """Clone ``commit`` into ``base/projloss`` and build its venv (``make venv``): its
+    seconds, or None when it failed (the log's end is printed)."""
+    repo = base / "projloss"
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "shared").symlink_to(shared, target_is_directory=True)
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
+    _git("checkout", "--quiet", "--detach", commit, cwd=repo)
+    (_, cmd), log = plan(repo, [], args.python)[0], base / "venv.log"
+    print(f"[{short} venv] {' '.join(cmd)} (log: {log})", flush=True)
+    code, seconds, lines = run_stamped(cmd, repo, env, log)
+    print(f"[{short} venv] {seconds:.1f} s, exit status {code}", flush=True)
+    if code != 0:
+        print("\n".join(text for _, text in lines[-40:]))
+        return None
+    return seconds
+
+
 def _measure(
     commit: str,
     short: str,
@@ -455,19 +476,13 @@ def _measure(
     env: dict[str, str],
     venv_seconds: float | None,
 ) -> dict[str, Any]:
-    """One measurement of ``commit`` in ``base/projloss``: cloned (and its venv built) when
-    missing, else cleaned back to a fresh clone with its venv (a later round)."""
+    """One measurement of ``commit`` in its clone ``base/projloss`` (:func:`_prepare`),
+    cleaned back to a fresh clone with its venv (``git clean -xdff``: no outputs, MLflow
+    store or numba cache left by an earlier round)."""
     repo = base / "projloss"
-    steps = plan(repo, overrides, args.python)
-    if repo.exists():
-        _git("clean", "-xdffq", "-e", ".venv", "-e", "*.egg-info", cwd=repo)
-        _git("checkout", "--quiet", "--force", "--detach", commit, cwd=repo)
-        steps = [s for s in steps if s[0] != "venv"]
-    else:
-        base.mkdir(parents=True, exist_ok=True)
-        (base / "shared").symlink_to(shared, target_is_directory=True)
-        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
-        _git("checkout", "--quiet", "--detach", commit, cwd=repo)
+    _git("clean", "-xdffq", "-e", ".venv", "-e", "*.egg-info", cwd=repo)
+    _git("checkout", "--quiet", "--force", "--detach", commit, cwd=repo)
+    steps = [s for s in plan(repo, overrides, args.python) if s[0] != "venv"]
     seconds: dict[str, float] = {} if venv_seconds is None else {"venv": venv_seconds}
     status, returncode = "ok", 0
     stages: dict[str, Any] = {}
@@ -575,6 +590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     done: list[dict[str, Any]] = []
     venv: dict[str, float | None] = {}
     try:
+        # every clone and venv first: then the measurements follow each other closely
+        for commit, short in commits:
+            venv[short] = _prepare(commit, short, workdir / short, shared, args, env)
+            if venv[short] is None:
+                return 1
         for commit, short in order:
             rec = _measure(
                 commit, short, workdir / short, shared, overrides, args, env, venv.get(short)
