@@ -80,6 +80,7 @@ class TrackingSettings:
     heatmap_samples: int = 3
     probe_timeout: float = 5.0
     group: str | None = None
+    register: bool = False
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
@@ -103,7 +104,7 @@ class TrackingSettings:
 def _check_setting(key: str, value: Any) -> None:
     """Type and range of one tracking setting (:class:`ConfigError` otherwise)."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if key in ("enabled", "log_models", "figures"):
+    if key in ("enabled", "log_models", "figures", "register"):
         ok, valid = isinstance(value, bool), "true or false"
     elif key == "probe_timeout":
         ok, valid = number and 0 < value < math.inf, "a positive number of seconds"
@@ -393,8 +394,17 @@ class Tracker:
     def set_tags(self, tags: Mapping[str, str]) -> None:
         """Set tags of the active parent run."""
 
-    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
-        """Log a fitted scikit-learn estimator (``mlflow.sklearn.log_model``)."""
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        """Log params of the active parent run (each key once)."""
+
+    def log_input(self, dataset: Any, tags: Mapping[str, str] | None = None) -> None:
+        """Log the run's dataset (``mlflow.log_input``: the UI's Dataset column)."""
+
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
+        """Log a fitted scikit-learn model (``mlflow.sklearn.log_model``), registered as
+        ``registered_name`` when ``tracking.register`` is true."""
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """Log a matplotlib figure as an image artifact."""
@@ -483,7 +493,21 @@ class MLflowTracker(Tracker):
             self._experiments[name] = get_or_create_experiment(
                 self.client, name, artifact_location(self.uri, self.settings.artifacts)
             )
+            self._tag_experiment(self._experiments[name], task)
         return self._experiments[name]
+
+    def _tag_experiment(self, exp_id: str, task: str) -> None:
+        """The tags of :func:`pipeline.mlflow_view.experiment_tags` (model-training view,
+        primary metric, description, saved runs view), set once: a user's edits stay."""
+        from .mlflow_view import experiment_tags
+
+        tags = experiment_tags(task)
+        if not tags:
+            return
+        have = self.client.get_experiment(exp_id).tags
+        for key, value in tags.items():
+            if key not in have:
+                self.client.set_experiment_tag(exp_id, key, value)
 
     @contextlib.contextmanager
     def parent_run(
@@ -671,7 +695,17 @@ class MLflowTracker(Tracker):
         with self._store(f"tagging run {self.run_id}"):
             self._mlflow.set_tags(dict(tags))
 
-    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        with self._store(f"logging params to run {self.run_id}"):
+            self._mlflow.log_params({k: str(v) for k, v in params.items()})
+
+    def log_input(self, dataset: Any, tags: Mapping[str, str] | None = None) -> None:
+        with self._store(f"logging the dataset of run {self.run_id}"):
+            self._mlflow.log_input(dataset, tags=dict(tags or {}))
+
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
 
         signature = None
         if X_example is not None:
@@ -683,18 +717,29 @@ class MLflowTracker(Tracker):
                 log.debug("no model signature: %s", exc)
         # Explicit requirements: MLflow's inference would re-import the model in a
         # subprocess (seconds per model).
+        if not self.settings.register:
+            registered_name = None
         with self._store(f"logging the model {name!r} of run {self.run_id}"):
-            self._log_model(model, name, signature)
+            self._log_model(model, name, signature, X_example, registered_name)
 
-    def _log_model(self, model: Any, name: str, signature: Any) -> None:
+    def _log_model(
+        self,
+        model: Any,
+        name: str,
+        signature: Any,
+        X_example: Any = None,
+        registered_name: str | None = None,
+    ) -> None:
         import mlflow.sklearn
 
         mlflow.sklearn.log_model(
             model,
             name=name,
             signature=signature,
+            input_example=X_example,
             pip_requirements=_requirements(),
             skops_trusted_types=trusted_types(model),
+            registered_model_name=registered_name,
         )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
