@@ -30,6 +30,7 @@ import numpy as np
 from ..config.composition import Composition, validate
 from ..config.settings import to_plain
 from ..fileio import atomic_path, write_json
+from . import mlflow_view
 from .refit import Refitted
 from .scoring import score, task_metrics
 from .tracking import Tracker
@@ -64,13 +65,14 @@ def headline(test: Mapping[str, Mapping[str, float]], select_by: list[str]) -> d
     return {m: (test[m][m] if m in test else v) for m, v in first.items()}
 
 
-def model_names(refitted: Refitted, select_by: list[str]) -> dict[int, str]:
-    """The MLflow model name of each distinct refitted estimator."""
+def model_names(refitted: Refitted, select_by: list[str], base: str = "model") -> dict[int, str]:
+    """The MLflow model name of each distinct refitted estimator: ``base`` for the first
+    selection metric's, ``<base>-by_<metric>`` for another metric's lambda."""
     names: dict[int, str] = {}
     for s in select_by:
         i = refitted.selection[s]
         if i not in names:
-            names[i] = "model" if not names else f"model_{s}"
+            names[i] = base if not names else f"{base}-by_{s}"
     return names
 
 
@@ -108,6 +110,10 @@ def run(
         suffix = "" if i == refitted.selection[select_by[0]] else f".lambda_{i}"
         logged[f"refit_seconds{suffix}"] = fit.get("fit_seconds", float("nan"))
     tracker.log_metrics(logged)
+    mlflow_view.log_run_page(tracker, cfg, comp, data, tuned)
+    headline_pred = predictions[refitted.selection[select_by[0]]]
+    problem = mlflow_view.flag_structures(tracker, comp, headline_pred)
+    mlflow_view.describe_run(tracker, comp, best, lambdas, problem)
 
     result = {
         "test": test,
@@ -139,9 +145,9 @@ def run(
                 for path in _figures(comp, data, tuned, refitted, select_by, directory, n_heat):
                     tracker.log_artifact(path, "figures")
         if tracker.enabled and settings.log_models:
-            example = X[:5]
-            for i, name in model_names(refitted, select_by).items():
-                tracker.log_model(refitted.models[i], name, X_example=example)
+            names = model_names(refitted, select_by, base="")
+            models = {name: refitted.models[i] for i, name in names.items()}
+            mlflow_view.log_models(tracker, cfg, comp, data, models)
     result["seconds"] = time.perf_counter() - start
     return result
 

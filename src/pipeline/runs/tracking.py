@@ -497,7 +497,7 @@ class MLflowTracker(Tracker):
         return self._experiments[name]
 
     def _tag_experiment(self, exp_id: str, task: str) -> None:
-        """The tags of :func:`pipeline.mlflow_view.experiment_tags` (model-training view,
+        """The tags of :func:`pipeline.runs.mlflow_view.experiment_tags` (model-training view,
         primary metric, description, saved runs view), set once: a user's edits stay."""
         from .mlflow_view import experiment_tags
 

@@ -1,7 +1,7 @@
 """What a run looks like in the MLflow UI: its name, params, dataset input, model, flags.
 
 A researcher browses the runs in ``mlflow ui``; this module decides what they see there
-(:mod:`pipeline.tracking` does the logging):
+(:mod:`pipeline.runs.tracking` does the logging):
 
 - **run name** (:func:`run_name`): the dataset first, then the composition in the
   paper's notation, ``iris · birkhoff/birkhoff · euclidean`` (projection set / decoding
@@ -28,7 +28,7 @@ A researcher browses the runs in ``mlflow ui``; this module decides what they se
 
 Examples
 --------
->>> from pipeline.composition import Composition
+>>> from pipeline.config.composition import Composition
 >>> comp = Composition("label_ranking", "iris", "cube", "euclidean", "cube", "linear",
 ...                    "projection", target_loss="hamming_ranking")
 >>> run_name(comp)
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .composition import Composition
+from ..config.composition import Composition
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def run_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
 
     Examples
     --------
-    >>> from pipeline.composition import Composition
+    >>> from pipeline.config.composition import Composition
     >>> run_name(Composition("label_ranking", "iris", "birkhoff", "kl", "birkhoff", "poly",
     ...                      "projection", "hamming", model_params={"degree": 3}))
     'iris · birkhoff/birkhoff · kl · poly3'
@@ -181,7 +181,7 @@ def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
 
     Examples
     --------
-    >>> from pipeline.composition import Composition
+    >>> from pipeline.config.composition import Composition
     >>> comp = Composition("label_ranking", "iris", "birkhoff", "euclidean", "birkhoff",
     ...                    "linear", "projection", "hamming")
     >>> cfg = {"lambdas": {"low": 1e-4, "high": 1e4, "num": 10}, "seed": 0,
@@ -287,8 +287,8 @@ def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str
     from mlflow.data.http_dataset_source import HTTPDatasetSource
     from mlflow.data.meta_dataset import MetaDataset
 
-    from .registry import get_spec
-    from .settings import data_settings
+    from ..config.settings import data_settings
+    from ..data.registry import get_spec
 
     settings = data_settings(cfg.get("data"))
     spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
@@ -329,10 +329,10 @@ def _rows(X: Any) -> int:
 
 def load_fitted_scaler(path: Path) -> Any:
     """The ``StandardScaler`` of a prepared dataset, rebuilt from ``scaler.npz``
-    (:func:`pipeline.storage.save_scaler`): ``transform`` gives the prepared features."""
+    (:func:`pipeline.data.storage.save_scaler`): ``transform`` gives the prepared features."""
     from sklearn.preprocessing import StandardScaler
 
-    from .storage import load_scaler
+    from ..data.storage import load_scaler
 
     z = load_scaler(path)
     centered = bool(z["centered"])
@@ -347,18 +347,18 @@ def load_fitted_scaler(path: Path) -> Any:
 
 def fitted_scaler(data: Any, cfg: Mapping[str, Any]) -> Any:
     """The scaler that standardized ``data``: its ``scaler.npz``, or (data split in
-    memory, :func:`pipeline.resplit.load_resplit`) refitted from the raw files exactly
+    memory, :func:`pipeline.data.resplit.load_resplit`) refitted from the raw files exactly
     as the protocol does."""
-    from .storage import SCALER
+    from ..data.storage import SCALER
 
     stats = getattr(data, "stats", None) or {}
     path = Path(data.directory) / SCALER
     if not stats.get("in_memory") and path.is_file():
         return load_fitted_scaler(path)
-    from .protocol import Variant, apply_protocol
-    from .readers import load_raw
-    from .registry import get_spec
-    from .settings import data_settings
+    from ..config.settings import data_settings
+    from ..data.protocol import Variant, apply_protocol
+    from ..data.readers import load_raw
+    from ..data.registry import get_spec
 
     settings = data_settings(cfg.get("data"))
     spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
@@ -534,7 +534,7 @@ def task_metric_names(task: str) -> list[str]:
     """The metrics of ``conf/task/<task>.yaml`` (empty when there is no such task)."""
     import yaml
 
-    from .paths import project_root
+    from ..paths import project_root
 
     path = project_root() / "conf" / "task" / f"{task}.yaml"
     try:
