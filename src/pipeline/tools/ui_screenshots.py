@@ -15,7 +15,9 @@ sees in ``mlflow ui``, as PNG files in ``docs/ui/``. On demand, not in CI.
    - ``run.png``: a parent run's page (params, metrics, dataset, tags, model);
    - ``run-metrics.png``: its *Model metrics* tab (the validation curve over the λ grid);
    - ``artifacts.png``: its artifacts (the validation-curve figure shown);
-   - ``compare.png``: the two cube runs compared.
+   - ``compare.png``: the two cube runs compared;
+   - ``first-visit.png``: the experiment as a first visit opens it (a fresh browser: the
+     *GenAI* view, whatever the experiment's ``mlflow.experimentKind`` tag says).
 
 Needs ``chromium`` (``apt-get install -y chromium``) and ``playwright`` (``pip install
 playwright``; its own browser download is not needed).
@@ -53,6 +55,10 @@ LOCAL_STORAGE = {
     "mlflow.workflowType_v1": json.dumps("machine_learning"),
     "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": "true",
 }
+
+
+#: taller pages (pixels): the run page's params and tags, the comparison's tables
+HEIGHTS = {"run.png": 1500, "compare.png": 2100}
 
 
 class ScreenshotError(RuntimeError):
@@ -139,7 +145,8 @@ def chromium_path() -> str:
 
 
 def pages(experiment_id: str, ids: dict[str, str]) -> list[tuple[str, str, str]]:
-    """(file, URL fragment, a text to wait for) of each screenshot."""
+    """(file, URL fragment, a text to wait for) of each screenshot; the last one is taken
+    in a fresh browser context (no local settings)."""
     exp = f"#/experiments/{experiment_id}"
     run = f"{exp}/runs/{ids['birkhoff']}"
     pair = json.dumps([ids["cube-entrywise"], ids["cube-ranking"]])
@@ -150,13 +157,15 @@ def pages(experiment_id: str, ids: dict[str, str]) -> list[tuple[str, str, str]]
         ("artifacts.png", f"{run}/artifacts/figures/validation_curve.png", "config.yaml"),
         ("compare.png", f"#/compare-runs?runs={pair}&experiments=[\"{experiment_id}\"]",
          "Parallel Coordinates Plot"),
+        ("first-visit.png", exp, "Overview"),
     ]
 
 
 def screenshots(
     address: str, shots: Sequence[tuple[str, str, str]], out: Path, size: tuple[int, int]
 ) -> list[Path]:
-    """Headless Chromium screenshots of ``shots`` into ``out``."""
+    """Headless Chromium screenshots of ``shots`` into ``out`` (the last one in a fresh
+    browser context, see :func:`pages`)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -172,9 +181,13 @@ def screenshots(
             executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
         )
         try:
-            page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+            viewport = {"width": size[0], "height": size[1]}
+            page = browser.new_page(viewport=viewport)
             page.add_init_script(init)
-            for name, fragment, text in shots:
+            for n, (name, fragment, text) in enumerate(shots, 1):
+                if n == len(shots):
+                    page = browser.new_context(viewport=viewport).new_page()
+                page.set_viewport_size({**viewport, "height": HEIGHTS.get(name, size[1])})
                 page.goto(f"{address}/{fragment}")
                 page.get_by_text(text).first.wait_for(timeout=60_000)
                 page.wait_for_timeout(3000)  # charts and lazy panels
