@@ -511,7 +511,7 @@ def _saved_view(metrics: Sequence[str]) -> str:
         "attributes.`Models`",
     ]
     order = ["attributes.`Run Name`", *columns, "runDateAndNestInfo", "duration"]
-    widths = {"attributes.`Run Name`": 330, "attributes.`Dataset`": 240}
+    widths = {"attributes.`Run Name`": 330, "attributes.`Dataset`": 240, first: 130}
     state = {
         "selectedColumns": columns,
         "columnOrder": order,
@@ -602,7 +602,7 @@ def describe_run(
     metrics, the λ each metric chose on validation, and a structure problem if any."""
     tests = ", ".join(f"{m} {v:.2f}" for m, v in headline.items())
     lams = ", ".join(f"{m}: {lam:.3g}" for m, lam in lambdas.items() if lam is not None)
-    text = f"{comp.dataset}, {comp.label}: test {tests}"
+    text = f"{run_name(comp)}: test {tests}"
     text += f" (lambda chosen on validation by {lams})" if lams else ""
     if problem:
         text += f". Warning: {problem}; {structure_remedy(comp)}"
