@@ -5,9 +5,12 @@ is scored on the test split with every task metric: ``test.<m>.by_<s>``. The hea
 value of a metric (``test.<m>``, the paper's table cell) uses the lambda chosen by that
 metric when it is in ``select_by``, else by the first one.
 
-Logged to the parent run: the test metrics, the refit times, each distinct refitted
-estimator (``mlflow.sklearn.log_model``; ``model`` for the first selection metric's lambda,
-``model_<metric>`` for other lambdas), the test predictions (``predictions.npz``: the test
+Logged to the parent run: the test metrics, the refit times, what the MLflow UI shows of
+the run (:mod:`pipeline.runs.mlflow_view`: the chosen lambdas as params, the validation
+curve as metric steps, the dataset input, the ``structure`` tag of degenerate predictions,
+a description), each distinct refitted estimator as a raw-feature ``Pipeline`` (scaler +
+estimator, ``mlflow.sklearn.log_model``, named after the composition; ``-by_<metric>`` for
+another metric's lambda), the test predictions (``predictions.npz``: the test
 rows' ids, ``y_true`` and ``y_pred.<metric>``) and the figures (``validation_curve.png``;
 for label ranking, ``soft_permutations.png``, the soft outputs ``project(X)`` of a few test
 samples, paper Figure 3). The same files are written to ``out_dir`` when given (the DVC
