@@ -506,8 +506,13 @@ class MLflowTracker(Tracker):
             return
         have = self.client.get_experiment(exp_id).tags
         for key, value in tags.items():
-            if key not in have:
+            if key in have:
+                continue
+            try:
                 self.client.set_experiment_tag(exp_id, key, value)
+            except Exception:  # a concurrent job set it first (a database's unique key)
+                if key not in self.client.get_experiment(exp_id).tags:
+                    raise
 
     @contextlib.contextmanager
     def parent_run(
