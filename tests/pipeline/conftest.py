@@ -172,6 +172,7 @@ class RecordingTracker:
         self.models: dict[str, Any] = {}
         self.artifacts: list[tuple[Path, str | None]] = []
         self.params: dict[str, str] = {}
+        self.tags: dict[str, str] = {}
         self.inputs: list[tuple[Any, dict[str, str]]] = []
 
     def child_run(self, name: str, params: Any, metrics: Any) -> str:
@@ -196,7 +197,7 @@ class RecordingTracker:
         self.artifacts.append((Path(path), artifact_path))
 
     def set_tags(self, tags: Any) -> None:
-        pass
+        self.tags.update(tags)
 
     def log_dict(self, obj: Any, artifact_file: str) -> None:
         pass

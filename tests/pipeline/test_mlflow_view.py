@@ -19,7 +19,7 @@ from pipeline.data.readers import load_raw
 from pipeline.data.registry import get_spec
 from pipeline.runs import mlflow_view as view
 
-from .conftest import run_config
+from .conftest import RecordingTracker, run_config
 
 
 def _comp(**kw) -> Composition:
@@ -68,6 +68,14 @@ def test_structure_flags() -> None:
                                   "birkhoff") == "1 of 2 test predictions are not permutations"
     same = view.structure_problem("multilabel", np.ones((4, 6), dtype=int))
     assert same is not None and view.structure_tag(same) == "constant 4/4"
+    # the tag and the warning; the median baseline is constant by design: no warning
+    tracker = RecordingTracker()
+    ridge = Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear", "round")
+    assert view.flag_structures(tracker, ridge, np.full(5, 3)) is not None
+    assert tracker.tags["structure"] == "constant 5/5"
+    median = Composition("ordinal", "ERA", "none", "none", "median", "median", "median")
+    assert view.flag_structures(tracker, median, np.full(5, 3)) is None
+    assert tracker.tags["structure"] == "median baseline"
 
 
 @pytest.fixture

@@ -584,6 +584,9 @@ def log_run_page(
 def flag_structures(tracker: Any, comp: Composition, y_pred: Any) -> str | None:
     """Check the test predictions (:func:`structure_problem`): tag the run
     ``structure`` (``ok`` or the problem) and warn about a problem; return it."""
+    if comp.kind == "median":  # the training-median baseline is constant by design
+        tracker.set_tags({STRUCTURE_TAG: "median baseline"})
+        return None
     problem = structure_problem(comp.task, y_pred, comp.decoder)
     if problem is not None:
         log.warning("%s", structure_warning(comp, problem))
