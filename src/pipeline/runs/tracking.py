@@ -631,8 +631,15 @@ class MLflowTracker(Tracker):
         return out
 
     def _supersede(self, old: str, new: str) -> None:
-        """Mark an orphaned run (and its children) KILLED, tagged ``superseded_by``."""
-        self.client.set_tag(old, "superseded_by", new)
+        """Mark an orphaned run (and its children) KILLED, tagged ``superseded_by``; left
+        alone when another job of the same name superseded it first (both saw it
+        orphaned: a database's unique key refuses the second tag)."""
+        try:
+            self.client.set_tag(old, "superseded_by", new)
+        except Exception:
+            if "superseded_by" in self.client.get_run(old).data.tags:
+                return
+            raise
         prev, self._exp_id = self._exp_id, self.client.get_run(old).info.experiment_id
         try:
             self._kill_children(old)
