@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: repro repro-repeated params test lint bench venv clean-venv
+.PHONY: repro repro-repeated params test lint bench venv clean-venv ui-screenshots
 
 venv: $(STAMP)
 
@@ -50,3 +50,10 @@ bench: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# On demand, not in CI: screenshots of `mlflow ui` (runs table, a run, its metrics and
+# artifacts, a comparison) -> docs/ui/*.png. Needs Debian's chromium (apt-get install -y
+# chromium); installs playwright (to drive it) into the venv.
+ui-screenshots: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'playwright>=1.40'
+	$(BIN)/python -m pipeline.tools.ui_screenshots --out docs/ui

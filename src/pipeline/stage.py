@@ -141,7 +141,8 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     from .config.experiments import compose_runs, get_experiment
     from .fileio import write_json
     from .runs import parallel
-    from .runs.tracking import RecordingTracker, run_params
+    from .runs.mlflow_view import cell_params, run_name
+    from .runs.tracking import RecordingTracker
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
@@ -169,9 +170,9 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
         log.info("[%d/%d] tuned %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset)
         with tracker.parent_run(
             task=comp.task,
-            name=f"{key}/{rid}",
+            name=run_name(comp, cfg),
             tags=_run_tags(comp, key, rid),
-            params=run_params(cfg),
+            params=cell_params(cfg, comp),
             done="SCHEDULED",  # evaluate resumes it: FINISHED only with its test metrics
         ) as run_id:
             tracker.log_dict(cfg, "config.yaml")
@@ -261,6 +262,7 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
     from .runs import evaluate as core
     from .runs import parallel
     from .runs import refit as refit_core
+    from .runs.mlflow_view import run_name
 
     tuning = _tuning(key)
     typed = _typed({rid: e["config"] for rid, e in tuning["runs"].items()})
@@ -286,7 +288,7 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
         record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}
         with tracker.parent_run(
             task=comp.task,
-            name=f"{key}/{rid}",
+            name=run_name(comp, run.config),
             tags=_run_tags(comp, key, rid),
             run_id=entry.get("run_id"),
         ):
@@ -330,7 +332,9 @@ def _log_evaluated_splits(
     import numpy as np
 
     from .fileio import write_json
+    from .runs.mlflow_view import lambda_params
 
+    tracker.log_params(lambda_params(entry["tune"]))
     for split, res in per_split.items():
         step = {f"test.{m}.split": v for m, v in res["headline"].items()}
         step.update({f"lambda.{m}.split": v for m, v in res["lambda"].items() if v is not None})

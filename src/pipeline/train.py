@@ -49,7 +49,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     from .data.api import load_prepared
     from .runs import evaluate, refit, tune
     from .runs.evaluate import summary_line
-    from .runs.tracking import make_tracker, run_params
+    from .runs.mlflow_view import cell_params, run_name
+    from .runs.tracking import make_tracker
 
     start = time.perf_counter()
     plain = to_plain(cfg)
@@ -63,9 +64,9 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     data = load_prepared(comp.dataset, plain)
     with tracker.parent_run(
         task=comp.task,
-        name=f"{comp.label} @ {comp.dataset}",
+        name=run_name(comp, plain),
         tags={**comp.tags(), "entry_point": "pipeline.train"},
-        params=run_params(plain),
+        params=cell_params(plain, comp),
     ) as run_id:
         tracker.log_dict(plain, "config.yaml")
         tuned = tune.run(run_cfg, data, tracker)

@@ -41,7 +41,7 @@ def check_complete(
     client = MlflowClient(url)
     parents, children = sweep_runs(url, group)
     finished = [p for p in parents if p.info.status == "FINISHED"]
-    jobs = {(p.data.tags["set"], p.data.params["lambdas.high"]) for p in finished}
+    jobs = {(p.data.tags["set"], p.data.params["lambdas"]) for p in finished}  # grid low..high
     assert len(finished) == n_jobs == len(jobs), [(p.info.run_name, p.info.status) for p in parents]
     assert not [r for r in parents + children if r.info.status == "RUNNING"]
     for p in finished:

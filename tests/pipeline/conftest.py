@@ -171,6 +171,9 @@ class RecordingTracker:
         self.metrics: dict[str, float] = {}
         self.models: dict[str, Any] = {}
         self.artifacts: list[tuple[Path, str | None]] = []
+        self.params: dict[str, str] = {}
+        self.tags: dict[str, str] = {}
+        self.inputs: list[tuple[Any, dict[str, str]]] = []
 
     def child_run(self, name: str, params: Any, metrics: Any) -> str:
         self.children.append((name, dict(params), dict(metrics)))
@@ -179,14 +182,22 @@ class RecordingTracker:
     def log_metrics(self, metrics: Any, step: int | None = None) -> None:
         self.metrics.update(metrics)
 
-    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: Any = None
+    ) -> None:
         self.models[name] = model
+
+    def log_params(self, params: Any) -> None:
+        self.params.update(params)
+
+    def log_input(self, dataset: Any, tags: Any = None) -> None:
+        self.inputs.append((dataset, dict(tags or {})))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self.artifacts.append((Path(path), artifact_path))
 
     def set_tags(self, tags: Any) -> None:
-        pass
+        self.tags.update(tags)
 
     def log_dict(self, obj: Any, artifact_file: str) -> None:
         pass

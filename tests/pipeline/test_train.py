@@ -39,7 +39,7 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
     client = MlflowClient(uri)
     run = client.get_run(out["run_id"])
     assert run.info.status == "FINISHED"
-    assert run.info.run_name == "birkhoff->birkhoff @ iris"
+    assert run.info.run_name == "iris · birkhoff/birkhoff · euclidean"
     exp = client.get_experiment(run.info.experiment_id)
     assert exp.name == "projloss/label_ranking"
     # tags: the composition and the sweep group
@@ -53,10 +53,10 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
         "model": "linear",
     }
     assert tags["group"] == "sweep-1"
-    # params: every config value, flattened
+    # params: the choices that define the cell (the whole config is config.yaml)
     params = run.data.params
-    assert params["set.params.tol"] == "1e-09" and params["lambdas.num"] == "3"
-    assert params["model.max_iter"] == "500" and params["data.seed"] == "0"
+    assert params["set"] == "birkhoff" and params["lambdas"] == "0.0001..10000 x3"
+    assert params["model"] == "linear" and params["seed"] == "0"
     # metrics: the choice of lambda, validation and test values
     m = run.data.metrics
     sel = out["tune"]["selected"]["hamming"]
@@ -84,11 +84,12 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
         filter_string=f"source_run_id = '{run.info.run_id}'",
         output_format="list",
     )
-    assert logged.name == "model"
-    model = mlflow.sklearn.load_model(logged.model_uri)
+    assert logged.name == "iris-birkhoff-birkhoff-euclidean"
+    model = mlflow.sklearn.load_model(logged.model_uri)  # scaler + estimator: raw features
     X_test = load_prepared("iris", cfg).test[0]
     in_memory = out["refitted"].model_for("hamming")
-    np.testing.assert_array_equal(model.predict(X_test), in_memory.predict(X_test))
+    X_raw = model.named_steps["scaler"].inverse_transform(X_test)
+    np.testing.assert_array_equal(model.predict(X_raw), in_memory.predict(X_test))
     # one summary line
     (line,) = [r.getMessage() for r in caplog.records if r.name == "pipeline.train"]
     assert line.startswith("iris | label_ranking birkhoff->birkhoff | lambda=")

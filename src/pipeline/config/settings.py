@@ -314,6 +314,7 @@ class TrackingSettings:
     heatmap_samples: int = 3
     probe_timeout: float = 5.0
     group: str | None = None
+    register: bool = False
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
@@ -337,7 +338,7 @@ class TrackingSettings:
 def _check_setting(key: str, value: Any) -> None:
     """Type and range of one tracking setting (:class:`ConfigError` otherwise)."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if key in ("enabled", "log_models", "figures"):
+    if key in ("enabled", "log_models", "figures", "register"):
         ok, valid = isinstance(value, bool), "true or false"
     elif key == "probe_timeout":
         ok, valid = number and 0 < value < math.inf, "a positive number of seconds"

@@ -5,9 +5,12 @@ is scored on the test split with every task metric: ``test.<m>.by_<s>``. The hea
 value of a metric (``test.<m>``, the paper's table cell) uses the lambda chosen by that
 metric when it is in ``select_by``, else by the first one.
 
-Logged to the parent run: the test metrics, the refit times, each distinct refitted
-estimator (``mlflow.sklearn.log_model``; ``model`` for the first selection metric's lambda,
-``model_<metric>`` for other lambdas), the test predictions (``predictions.npz``: the test
+Logged to the parent run: the test metrics, the refit times, what the MLflow UI shows of
+the run (:mod:`pipeline.runs.mlflow_view`: the chosen lambdas as params, the validation
+curve as metric steps, the dataset input, the ``structure`` tag of degenerate predictions,
+a description), each distinct refitted estimator as a raw-feature ``Pipeline`` (scaler +
+estimator, ``mlflow.sklearn.log_model``, named after the composition; ``-by_<metric>`` for
+another metric's lambda), the test predictions (``predictions.npz``: the test
 rows' ids, ``y_true`` and ``y_pred.<metric>``) and the figures (``validation_curve.png``;
 for label ranking, ``soft_permutations.png``, the soft outputs ``project(X)`` of a few test
 samples, paper Figure 3). The same files are written to ``out_dir`` when given (the DVC
@@ -30,6 +33,7 @@ import numpy as np
 from ..config.composition import Composition
 from ..config.run import RunConfig
 from ..fileio import atomic_path, write_json
+from . import mlflow_view
 from .refit import Refitted
 from .scoring import run_metrics, score
 from .tracking import Tracker
@@ -64,13 +68,14 @@ def headline(test: Mapping[str, Mapping[str, float]], select_by: list[str]) -> d
     return {m: (test[m][m] if m in test else v) for m, v in first.items()}
 
 
-def model_names(refitted: Refitted, select_by: list[str]) -> dict[int, str]:
-    """The MLflow model name of each distinct refitted estimator."""
+def model_names(refitted: Refitted, select_by: list[str], base: str = "model") -> dict[int, str]:
+    """The MLflow model name of each distinct refitted estimator: ``base`` for the first
+    selection metric's, ``<base>-by_<metric>`` for another metric's lambda."""
     names: dict[int, str] = {}
     for s in select_by:
         i = refitted.selection[s]
         if i not in names:
-            names[i] = "model" if not names else f"model_{s}"
+            names[i] = base if not names else f"{base}-by_{s}"
     return names
 
 
@@ -106,6 +111,10 @@ def run(
         suffix = "" if i == refitted.selection[select_by[0]] else f".lambda_{i}"
         logged[f"refit_seconds{suffix}"] = fit.get("fit_seconds", float("nan"))
     tracker.log_metrics(logged)
+    mlflow_view.log_run_page(tracker, run.config, comp, data, tuned)
+    headline_pred = predictions[refitted.selection[select_by[0]]]
+    problem = mlflow_view.flag_structures(tracker, comp, headline_pred)
+    mlflow_view.describe_run(tracker, comp, best, lambdas, problem)
 
     result = {
         "test": test,
@@ -137,9 +146,9 @@ def run(
                 for path in _figures(comp, data, tuned, refitted, select_by, directory, n_heat):
                     tracker.log_artifact(path, "figures")
         if tracker.enabled and settings.log_models:
-            example = X[:5]
-            for i, name in model_names(refitted, select_by).items():
-                tracker.log_model(refitted.models[i], name, X_example=example)
+            names = model_names(refitted, select_by, base="")
+            models = {name: refitted.models[i] for i, name in names.items()}
+            mlflow_view.log_models(tracker, run.config, comp, data, models)
     result["seconds"] = time.perf_counter() - start
     return result
 

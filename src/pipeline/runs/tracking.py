@@ -342,8 +342,17 @@ class Tracker:
     def set_tags(self, tags: Mapping[str, str]) -> None:
         """Set tags of the active parent run."""
 
-    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
-        """Log a fitted scikit-learn estimator (``mlflow.sklearn.log_model``)."""
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        """Log params of the active parent run (each key once)."""
+
+    def log_input(self, dataset: Any, tags: Mapping[str, str] | None = None) -> None:
+        """Log the run's dataset (``mlflow.log_input``: the UI's Dataset column)."""
+
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
+        """Log a fitted scikit-learn model (``mlflow.sklearn.log_model``), registered as
+        ``registered_name`` when ``tracking.register`` is true."""
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """Log a matplotlib figure as an image artifact."""
@@ -432,7 +441,26 @@ class MLflowTracker(Tracker):
             self._experiments[name] = get_or_create_experiment(
                 self.client, name, artifact_location(self.uri, self.settings.artifacts)
             )
+            self._tag_experiment(self._experiments[name], task)
         return self._experiments[name]
+
+    def _tag_experiment(self, exp_id: str, task: str) -> None:
+        """The tags of :func:`pipeline.runs.mlflow_view.experiment_tags` (model-training view,
+        primary metric, description, saved runs view), set once: a user's edits stay."""
+        from .mlflow_view import experiment_tags
+
+        tags = experiment_tags(task)
+        if not tags:
+            return
+        have = self.client.get_experiment(exp_id).tags
+        for key, value in tags.items():
+            if key in have:
+                continue
+            try:
+                self.client.set_experiment_tag(exp_id, key, value)
+            except Exception:  # a concurrent job set it first (a database's unique key)
+                if key not in self.client.get_experiment(exp_id).tags:
+                    raise
 
     @contextlib.contextmanager
     def parent_run(
@@ -551,8 +579,15 @@ class MLflowTracker(Tracker):
         return out
 
     def _supersede(self, old: str, new: str) -> None:
-        """Mark an orphaned run (and its children) KILLED, tagged ``superseded_by``."""
-        self.client.set_tag(old, "superseded_by", new)
+        """Mark an orphaned run (and its children) KILLED, tagged ``superseded_by``; left
+        alone when another job of the same name superseded it first (both saw it
+        orphaned: a database's unique key refuses the second tag)."""
+        try:
+            self.client.set_tag(old, "superseded_by", new)
+        except Exception:
+            if "superseded_by" in self.client.get_run(old).data.tags:
+                return
+            raise
         prev, self._exp_id = self._exp_id, self.client.get_run(old).info.experiment_id
         try:
             self._kill_children(old)
@@ -620,7 +655,17 @@ class MLflowTracker(Tracker):
         with self._store(f"tagging run {self.run_id}"):
             self._mlflow.set_tags(dict(tags))
 
-    def log_model(self, model: Any, name: str, X_example: Any = None) -> None:
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        with self._store(f"logging params to run {self.run_id}"):
+            self._mlflow.log_params({k: str(v) for k, v in params.items()})
+
+    def log_input(self, dataset: Any, tags: Mapping[str, str] | None = None) -> None:
+        with self._store(f"logging the dataset of run {self.run_id}"):
+            self._mlflow.log_input(dataset, tags=dict(tags or {}))
+
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
 
         signature = None
         if X_example is not None:
@@ -632,18 +677,29 @@ class MLflowTracker(Tracker):
                 log.debug("no model signature: %s", exc)
         # Explicit requirements: MLflow's inference would re-import the model in a
         # subprocess (seconds per model).
+        if not self.settings.register:
+            registered_name = None
         with self._store(f"logging the model {name!r} of run {self.run_id}"):
-            self._log_model(model, name, signature)
+            self._log_model(model, name, signature, X_example, registered_name)
 
-    def _log_model(self, model: Any, name: str, signature: Any) -> None:
+    def _log_model(
+        self,
+        model: Any,
+        name: str,
+        signature: Any,
+        X_example: Any = None,
+        registered_name: str | None = None,
+    ) -> None:
         import mlflow.sklearn
 
         mlflow.sklearn.log_model(
             model,
             name=name,
             signature=signature,
+            input_example=X_example,
             pip_requirements=_requirements(),
             skops_trusted_types=trusted_types(model),
+            registered_model_name=registered_name,
         )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:

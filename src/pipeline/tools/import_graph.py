@@ -128,9 +128,17 @@ def cycles(g: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+#: developer tools run as ``python -m pipeline.tools.<name>``: entry points themselves (e.g.
+#: ``ui_screenshots`` drives ``pipeline.train``), so they may import a command
+TOOLS = "pipeline.tools."
+
+
 def command_imports(g: Mapping[str, set[str]]) -> list[tuple[str, str]]:
-    """(importer, command) for every import of a command module."""
-    return sorted((m, t) for m, ts in g.items() for t in ts if t in COMMANDS)
+    """(importer, command) for every import of a command module by a library module (a
+    developer tool, :data:`TOOLS`, is an entry point and may)."""
+    return sorted(
+        (m, t) for m, ts in g.items() for t in ts if t in COMMANDS and not m.startswith(TOOLS)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,8 +47,13 @@ def test_label_ranking(prepared, tmp_path) -> None:
     for name in ("validation_curve.png", "soft_permutations.png"):
         assert (tmp_path / name).read_bytes().startswith(PNG)
         assert (tmp_path / name, "figures") in tracker.artifacts
-    assert list(tracker.models) == ["model"]
-    assert tracker.models["model"] is refitted.model_for("hamming")
+    # the model: the fitted scaler and the estimator, named after the composition
+    assert list(tracker.models) == ["iris-birkhoff-birkhoff-euclidean"]
+    pipe = tracker.models["iris-birkhoff-birkhoff-euclidean"]
+    assert pipe.named_steps["estimator"] is refitted.model_for("hamming")
+    raw = pipe.named_steps["scaler"].inverse_transform(X)
+    np.testing.assert_array_equal(pipe.predict(raw), pred)
+    assert tracker.params == {"lambda.hamming": f"{tuned['selected']['hamming']['lambda']:.4g}"}
 
 
 def test_multilabel_headline_uses_each_metric_lambda(prepared, tmp_path) -> None:
@@ -67,8 +72,9 @@ def test_multilabel_headline_uses_each_metric_lambda(prepared, tmp_path) -> None
     assert out["headline"]["f1_micro"] == out["test"]["f1_micro"]["f1_micro"]
     assert out["test"]["accuracy"] != out["test"]["f1_micro"]
     assert tracker.metrics["test.f1_micro.by_accuracy"] == out["test"]["accuracy"]["f1_micro"]
-    assert list(tracker.models) == ["model", "model_f1_micro"]
-    assert tracker.models["model"] is refitted.model_for("accuracy")
+    base = "emotions-knapsack-knapsack-euclidean"
+    assert list(tracker.models) == [base, f"{base}-by_f1_micro"]
+    assert tracker.models[base].named_steps["estimator"] is refitted.model_for("accuracy")
     assert (tmp_path / "validation_curve.png").is_file()
     assert not (tmp_path / "soft_permutations.png").exists()  # ranking tasks only
 

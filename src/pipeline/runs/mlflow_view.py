@@ -1,0 +1,634 @@
+"""What a run looks like in the MLflow UI: its name, params, dataset input, model, flags.
+
+A researcher browses the runs in ``mlflow ui``; this module decides what they see there
+(:mod:`pipeline.runs.tracking` does the logging):
+
+- **run name** (:func:`run_name`): the dataset first, then the composition in the
+  paper's notation, ``iris · birkhoff/birkhoff · euclidean`` (projection set / decoding
+  set · geometry), the model when it is not linear (``poly3``), the target loss when it is
+  not the encoding's default (``hamming_ranking``, the paper's cube column), the split
+  when it is not the protocol's default;
+- **params** (:func:`cell_params`): the choices that define a cell of the paper's tables,
+  at most :data:`MAX_PARAMS` (task, dataset, set, geometry, decoder, model, degree, target
+  loss, the λ grid, the split seed or index, and the λ each metric chose,
+  :func:`lambda_params`); the whole resolved config is the run's ``config.yaml`` artifact;
+- **dataset input** (:func:`dataset_input`): ``mlflow.log_input`` of the dataset (its name,
+  digest = sha256 of its raw files, source URL, split sizes), which fills the runs table's
+  *Dataset* column;
+- **model** (:func:`raw_pipeline`): a scikit-learn ``Pipeline`` of the fitted scaler
+  (``data/prepared/<dataset>/scaler.npz``) and the estimator, which predicts from raw
+  features, named after the composition (:func:`model_name`);
+- **flags** (:func:`structure_problem`): test predictions that are all the same structure,
+  or are not valid structures (an all-zero "permutation"), are named in a warning and the
+  run's ``structure`` tag;
+- **experiment** (:func:`experiment_tags`): the experiment kind of MLflow 3's UI (model
+  training, not GenAI), the primary metric of the chart view, a description, and a saved
+  runs view (*Views* → ``projloss``: dataset, composition and the test metric as columns,
+  sorted by it).
+
+Examples
+--------
+>>> from pipeline.config.composition import Composition
+>>> comp = Composition("label_ranking", "iris", "cube", "euclidean", "cube", "linear",
+...                    "projection", target_loss="hamming_ranking")
+>>> run_name(comp)
+'iris · cube/cube · euclidean · hamming_ranking'
+>>> model_name(comp)
+'iris-cube-cube-euclidean-hamming_ranking'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config.composition import Composition
+
+log = logging.getLogger(__name__)
+
+#: separator of the parts of a run name
+SEP = " · "
+#: the most params a parent run gets (the runs table and the compare view stay readable)
+MAX_PARAMS = 15
+#: the saved runs view of each experiment (``mlflow.sharedViewState.<key>``)
+VIEW_KEY = "projloss"
+#: experiment tags of MLflow's UI
+KIND_TAG = "mlflow.experimentKind"
+PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
+NOTE_TAG = "mlflow.note.content"
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+#: the run tag naming degenerate test predictions
+STRUCTURE_TAG = "structure"
+
+
+# --- names -------------------------------------------------------------------------
+
+
+def default_target_loss(comp: Composition) -> str | None:
+    """The target loss the encoding of ``comp`` uses when ``task.target_loss`` is null
+    (None for the baselines, which have none)."""
+    if comp.kind != "projection":
+        return None
+    from projloss.tasks import check_composition
+
+    return check_composition(comp.task, comp.set, comp.geometry, comp.decoder).target_loss
+
+
+def _parts(comp: Composition, cfg: Mapping[str, Any] | None) -> list[str]:
+    """The composition's parts after the dataset (see :func:`run_name`)."""
+    if comp.kind == "median":
+        parts = ["median"]
+    elif comp.kind == "round":
+        parts = ["ridge+round"]
+    else:
+        parts = [f"{comp.set}/{comp.decoder}", comp.geometry]
+    if comp.model == "poly":
+        parts.append(f"poly{comp.model_params.get('degree', 2)}")
+    if comp.target_loss is not None and comp.target_loss != default_target_loss(comp):
+        parts.append(comp.target_loss)
+    parts += _split_parts(cfg)
+    return parts
+
+
+def _split_parts(cfg: Mapping[str, Any] | None) -> list[str]:
+    """``seed 3`` / ``split 7`` / ``splits 0-29`` when not the protocol's default."""
+    if not cfg:
+        return []
+    data = cfg.get("data") or {}
+    out = []
+    seed = data.get("seed", cfg.get("seed", 0))
+    if seed not in (None, 0):
+        out.append(f"seed {seed}")
+    splits = cfg.get("splits")
+    if splits is not None:
+        out.append(f"splits {_span(splits)}")
+    elif _has_splits(cfg) and data.get("ordinal_split", 0) not in (None, 0):
+        out.append(f"split {data['ordinal_split']}")
+    if data.get("drop_empty") and cfg.get("task", {}).get("name") == "multilabel":
+        out.append("drop_empty")
+    return out
+
+
+def _has_splits(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run's dataset ships indexed (orreview) splits."""
+    dataset = cfg.get("dataset") or {}
+    parts = dataset.get("parts") or {}
+    return any("{split" in str(v) for v in parts.values()) or dataset.get("n_splits") is not None
+
+
+def _span(splits: Any) -> str:
+    if isinstance(splits, Sequence) and not isinstance(splits, str) and splits:
+        values = sorted(int(s) for s in splits)
+        if values == list(range(values[0], values[-1] + 1)) and len(values) > 2:
+            return f"{values[0]}-{values[-1]}"
+        return ",".join(str(v) for v in values)
+    return str(splits)
+
+
+def run_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
+    """The parent run's name: the dataset, then the composition in the paper's notation.
+
+    Examples
+    --------
+    >>> from pipeline.config.composition import Composition
+    >>> run_name(Composition("label_ranking", "iris", "birkhoff", "kl", "birkhoff", "poly",
+    ...                      "projection", "hamming", model_params={"degree": 3}))
+    'iris · birkhoff/birkhoff · kl · poly3'
+    >>> run_name(Composition("ordinal", "ERA", "none", "none", "median", "median", "median"))
+    'ERA · median'
+    >>> run_name(Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear",
+    ...                      "round"), {"data": {"seed": 3}})
+    'ERA · ridge+round · seed 3'
+    """
+    return SEP.join([comp.dataset, *_parts(comp, cfg)])
+
+
+def model_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
+    """The logged (and registered) model's name: the run name as an identifier
+    (MLflow's logged-model names cannot hold ``/ : . % " '``)."""
+    words = [comp.dataset, *_parts(comp, cfg)]
+    text = "-".join(w.replace("/", "-").replace("+", "_").replace(" ", "") for w in words)
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+
+
+def registered_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
+    """The Model Registry's name of a composition: ``<task>-<model name>``."""
+    return f"{comp.task}-{model_name(comp, cfg)}"
+
+
+# --- params --------------------------------------------------------------------------
+
+
+def _lambda_grid(cfg: Mapping[str, Any]) -> str:
+    node = cfg.get("lambdas") or {}
+    low, high, num = node.get("low"), node.get("high"), node.get("num")
+    if num == 1:
+        return f"{low:g}"
+    return f"{low:g}..{high:g} x{num}"
+
+
+def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
+    """The params of a parent run: the choices that define the cell (at most
+    :data:`MAX_PARAMS` with :func:`lambda_params`; the full config is an artifact).
+
+    Examples
+    --------
+    >>> from pipeline.config.composition import Composition
+    >>> comp = Composition("label_ranking", "iris", "birkhoff", "euclidean", "birkhoff",
+    ...                    "linear", "projection", "hamming")
+    >>> cfg = {"lambdas": {"low": 1e-4, "high": 1e4, "num": 10}, "seed": 0,
+    ...        "data": {"seed": 0}, "task": {"name": "label_ranking"}}
+    >>> cell_params(cfg, comp)  # doctest: +NORMALIZE_WHITESPACE
+    {'task': 'label_ranking', 'dataset': 'iris', 'set': 'birkhoff', 'geometry': 'euclidean',
+     'decoder': 'birkhoff', 'model': 'linear', 'target_loss': 'hamming',
+     'lambdas': '0.0001..10000 x10', 'seed': '0'}
+    """
+    data = cfg.get("data") or {}
+    out: dict[str, Any] = {
+        "task": comp.task,
+        "dataset": comp.dataset,
+        "set": comp.set,
+        "geometry": comp.geometry,
+        "decoder": comp.decoder,
+        "model": comp.model,
+    }
+    if comp.model == "poly":
+        out["degree"] = comp.model_params.get("degree", 2)
+    if comp.target_loss is not None:
+        out["target_loss"] = comp.target_loss
+    if comp.has_lambda:
+        out["lambdas"] = _lambda_grid(cfg)
+    out["seed"] = data.get("seed", cfg.get("seed", 0))
+    if cfg.get("splits") is not None:
+        out["split"] = _span(cfg["splits"])
+    elif _has_splits(cfg):
+        out["split"] = data.get("ordinal_split", 0)
+    if comp.task == "multilabel":
+        out["drop_empty"] = bool(data.get("drop_empty", False))
+        if "knapsack" in (comp.set, comp.decoder):
+            bounds = comp.set_params if comp.set == "knapsack" else comp.decoder_params
+            out["knapsack"] = f"{bounds.get('lower', 0)}..{bounds.get('upper', 'auto')}"
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in out.items()}
+
+
+def lambda_params(tuned: Mapping[str, Any]) -> dict[str, str]:
+    """``lambda.<metric>``: the λ each selection metric chose (``per split`` for a split
+    sweep, whose λ are metric steps); none for the median baseline."""
+    if "splits" in tuned:
+        first = next(iter(tuned["splits"].values()), {})
+        return {f"lambda.{m}": "per split" for m in first.get("selected", {})}
+    return {
+        f"lambda.{m}": f"{sel['lambda']:.4g}"
+        for m, sel in tuned.get("selected", {}).items()
+        if sel.get("lambda") is not None
+    }
+
+
+def curve_metrics(tuned: Mapping[str, Any]) -> list[tuple[int, dict[str, float]]]:
+    """The validation curve as metric steps (step = index in the ascending λ grid):
+    ``curve.val.<metric>`` and ``curve.log10_lambda`` (an x axis to choose in MLflow's
+    chart); named ``curve.*`` so that the run's *Model metrics* tab shows them first.
+    Empty without a grid (the median) or with a single λ."""
+    lambdas = tuned.get("lambdas") or []
+    if len(lambdas) < 2 or any(lam is None for lam in lambdas):
+        return []
+    out = []
+    for i, lam in enumerate(lambdas):
+        step = {f"curve.val.{m}": float(v[i]) for m, v in tuned["metrics"].items()}
+        step["curve.log10_lambda"] = math.log10(float(lam))
+        out.append((i, step))
+    return out
+
+
+# --- dataset input -------------------------------------------------------------------
+
+
+def raw_digest(raw_files: Mapping[str, str]) -> str:
+    """The dataset's digest: sha256 of its ``SHA256SUMS`` lines (``<sha256>  <file>``,
+    sorted by file), 16 hex digits (MLflow stores at most 36 characters). For one file,
+    the file's own sha256 is in the dataset's profile.
+
+    Examples
+    --------
+    >>> sums = {"iris.txt": "ab" * 32}   # = `sha256sum data/raw/iris/SHA256SUMS | cut -c1-16`
+    >>> raw_digest(sums) == hashlib.sha256(("ab" * 32 + "  iris.txt\\n").encode()).hexdigest()[:16]
+    True
+    """
+    text = "".join(f"{raw_files[n]}  {n}\n" for n in sorted(raw_files))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _source_url(spec: Any, raw_dir: Path) -> str:
+    """The dataset's public address: its only file's URL, else its homepage, else the
+    raw directory."""
+    urls = [u for f in spec.files for u in f.urls]
+    if len(spec.files) == 1 and urls:
+        return urls[0]
+    if spec.homepage:
+        return spec.homepage
+    if urls:
+        return urls[0]
+    return (raw_dir / spec.name).resolve().as_uri()
+
+
+def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str]]:
+    """The MLflow dataset of a run's prepared data and its input tags: name (the
+    prepared variant, e.g. ``iris`` or ``ERA+split3``), digest (:func:`raw_digest`),
+    source (:func:`_source_url`), profile (split sizes, features, raw files' sha256);
+    the ``mlflow.data.context`` tag gives the split sizes (shown in the runs table)."""
+    from mlflow.data.http_dataset_source import HTTPDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+
+    from ..config.settings import data_settings
+    from ..data.registry import get_spec
+
+    settings = data_settings(cfg.get("data"))
+    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
+    stats = dict(getattr(data, "stats", None) or {})
+    raw_files = stats.get("raw_files") or {f.name: f.sha256 or "" for f in spec.files}
+    sizes = {s: int(_rows(getattr(data, s)[0])) for s in ("train", "val", "test")}
+    profile = {
+        "n_samples": sizes,
+        "n_features": int(data.train[0].shape[1]),
+        "raw_files": raw_files,
+        "variant": getattr(data, "variant", spec.name),
+    }
+
+    class _Dataset(MetaDataset):
+        @property
+        def profile(self) -> Any:
+            return profile
+
+        def to_dict(self) -> dict[str, str]:
+            out = super().to_dict()
+            out["profile"] = json.dumps(profile)
+            return out
+
+    url = _source_url(spec, settings.raw_dir)
+    dataset = _Dataset(
+        HTTPDatasetSource(url), name=profile["variant"], digest=raw_digest(raw_files)
+    )
+    context = "train/val/test " + "/".join(str(sizes[s]) for s in ("train", "val", "test"))
+    return dataset, {"mlflow.data.context": context}
+
+
+def _rows(X: Any) -> int:
+    return int(X.shape[0])
+
+
+# --- the model -----------------------------------------------------------------------
+
+
+def load_fitted_scaler(path: Path) -> Any:
+    """The ``StandardScaler`` of a prepared dataset, rebuilt from ``scaler.npz``
+    (:func:`pipeline.data.storage.save_scaler`): ``transform`` gives the prepared features."""
+    from sklearn.preprocessing import StandardScaler
+
+    from ..data.storage import load_scaler
+
+    z = load_scaler(path)
+    centered = bool(z["centered"])
+    scaler = StandardScaler(with_mean=centered)
+    scaler.mean_ = np.asarray(z["mean"], dtype=np.float64) if centered else None
+    scaler.scale_ = np.asarray(z["scale"], dtype=np.float64)
+    scaler.var_ = np.asarray(z["var"], dtype=np.float64)
+    scaler.n_features_in_ = int(scaler.scale_.shape[0])
+    scaler.n_samples_seen_ = 0
+    return scaler
+
+
+def fitted_scaler(data: Any, cfg: Mapping[str, Any]) -> Any:
+    """The scaler that standardized ``data``: its ``scaler.npz``, or (data split in
+    memory, :func:`pipeline.data.resplit.load_resplit`) refitted from the raw files exactly
+    as the protocol does."""
+    from ..data.storage import SCALER
+
+    stats = getattr(data, "stats", None) or {}
+    path = Path(data.directory) / SCALER
+    if not stats.get("in_memory") and path.is_file():
+        return load_fitted_scaler(path)
+    from ..config.settings import data_settings
+    from ..data.protocol import Variant, apply_protocol
+    from ..data.readers import load_raw
+    from ..data.registry import get_spec
+
+    settings = data_settings(cfg.get("data"))
+    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
+    variant = Variant.of(spec, settings)
+    _, scaler = apply_protocol(load_raw(spec, settings.raw_dir, variant.split), variant)
+    return scaler
+
+
+def raw_pipeline(estimator: Any, scaler: Any) -> Any:
+    """``Pipeline([("scaler", scaler), ("estimator", estimator)])``: the logged model,
+    which predicts from raw features (both steps already fitted)."""
+    from sklearn.pipeline import Pipeline
+
+    return Pipeline([("scaler", scaler), ("estimator", estimator)])
+
+
+def raw_rows(X_prepared: Any, scaler: Any) -> Any:
+    """Raw feature rows of prepared rows (the scaler's inverse), for input examples."""
+    return scaler.inverse_transform(X_prepared)
+
+
+# --- degenerate predictions ----------------------------------------------------------
+
+
+def _is_permutation_matrix(P: np.ndarray) -> np.ndarray:
+    """Per sample: a 0/1 matrix with one 1 in each row and column."""
+    P = np.asarray(P)
+    binary = np.all((P == 0) | (P == 1), axis=(1, 2))
+    return binary & np.all(P.sum(axis=1) == 1, axis=1) & np.all(P.sum(axis=2) == 1, axis=1)
+
+
+def _is_permutation(Y: np.ndarray) -> np.ndarray:
+    Y = np.asarray(Y)
+    k = Y.shape[1]
+    return np.all(np.sort(Y, axis=1) == np.arange(k), axis=1)
+
+
+#: decoders whose label-ranking outputs are permutations (the others decode into a set of
+#: matrices: the cube's 0/1 matrices, the row simplex's one-hot rows)
+PERMUTATION_DECODERS = ("birkhoff", "permutahedron")
+
+
+def structure_tag(problem: str | None) -> str:
+    """The short value of the run's ``structure`` tag (a column of the runs table): ``ok``,
+    or the problem's counts, e.g. ``all-zero 14/30``, ``constant 30/30``.
+
+    Examples
+    --------
+    >>> structure_tag("14 of 30 test predictions are all-zero matrices (no label ranked)")
+    'all-zero 14/30'
+    >>> structure_tag("all 3 test predictions are the same (2)")
+    'constant 3/3'
+    """
+    if problem is None:
+        return "ok"
+    out = []
+    for part in problem.split("; "):
+        words = part.split()
+        if part.startswith("all ") and "same" in part:
+            out.append(f"constant {words[1]}/{words[1]}")
+        elif "all-zero" in part:
+            out.append(f"all-zero {words[0]}/{words[2]}")
+        elif "not permutations" in part:
+            out.append(f"not permutations {words[0]}/{words[2]}")
+    return ", ".join(out) or problem[:40]
+
+
+def structure_problem(task: str, y_pred: Any, decoder: str | None = None) -> str | None:
+    """What is wrong with a run's test predictions, or None: label-ranking predictions
+    that rank no label at all (all-zero matrices, which the cube decodes when no entry
+    passes its threshold) or that are not permutations although the decoder returns
+    permutations (``PERMUTATION_DECODERS``); any task: all the same structure (a
+    constant predictor).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(structure_problem("label_ranking", np.zeros((4, 3, 3), dtype=int), "cube"))
+    4 of 4 test predictions are all-zero matrices (no label ranked); all 4 are the same
+    >>> structure_problem("label_ranking", np.array([[0, 1, 2], [2, 1, 0]]), "birkhoff") is None
+    True
+    >>> print(structure_problem("ordinal", np.array([2, 2, 2])))
+    all 3 test predictions are the same (2)
+    """
+    Y = np.asarray(y_pred)
+    n = int(Y.shape[0]) if Y.ndim else 0
+    if n == 0:
+        return None
+    problems = []
+    flat = Y.reshape(n, -1)
+    if task == "label_ranking":
+        zeros = int(np.all(flat == 0, axis=1).sum())
+        if zeros:
+            problems.append(
+                f"{zeros} of {n} test predictions are all-zero matrices (no label ranked)"
+            )
+        elif decoder in PERMUTATION_DECODERS:
+            valid = _is_permutation_matrix(Y) if Y.ndim == 3 else _is_permutation(Y)
+            if not valid.all():
+                problems.append(f"{n - int(valid.sum())} of {n} test predictions are not "
+                                "permutations")
+    if n > 1 and np.all(flat == flat[0]):
+        if problems:
+            problems.append(f"all {n} are the same")
+        else:
+            shown = np.array2string(Y[0], separator=",").replace("\n", "")
+            problems.append(f"all {n} test predictions are the same ({shown[:40]})")
+    return "; ".join(problems) or None
+
+
+def structure_remedy(comp: Composition) -> str:
+    """What to do about degenerate predictions of ``comp``."""
+    if comp.task == "label_ranking" and comp.decoder == "cube" and comp.target_loss == "hamming":
+        return (
+            "the entrywise Hamming loss thresholds the cube at 1/2, and its Hamming score is "
+            "then 100/k per empty matrix; the paper's cube column is "
+            "task.target_loss=hamming_ranking"
+        )
+    return "its test metric is not a model's: check the lambda grid and the composition"
+
+
+def structure_warning(comp: Composition, problem: str) -> str:
+    """The warning line of a run with degenerate test predictions."""
+    return f"warning: {comp.dataset} {comp.label}: {problem}; {structure_remedy(comp)}"
+
+
+# --- the experiment ------------------------------------------------------------------
+
+
+def experiment_view_url(uri: str, experiment_id: str) -> str:
+    """The experiment's runs table in the model-training view with the saved view
+    :data:`VIEW_KEY` (``mlflow ui`` / server address ``uri``)."""
+    return (
+        f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs"
+        f"?workflowType=machine_learning&viewStateShareKey={VIEW_KEY}"
+    )
+
+
+def _saved_view(metrics: Sequence[str]) -> str:
+    """The saved runs view (the ``mlflow.sharedViewState.<key>`` envelope of MLflow's
+    *Views* menu): the parent runs only, sorted by the first test metric, with the
+    dataset, the test metrics, the composition and the chosen λ as columns."""
+    first = f"metrics.`test.{metrics[0]}`"
+    columns = [
+        "attributes.`Dataset`",
+        *[f"metrics.`test.{m}`" for m in metrics],
+        "tags.`structure`",
+        *[f"params.`{p}`" for p in ("set", "decoder", "geometry", "target_loss", "model")],
+        f"params.`lambda.{metrics[0]}`",
+        "attributes.`Models`",
+    ]
+    order = ["attributes.`Run Name`", *columns, "runDateAndNestInfo", "duration"]
+    widths = {"attributes.`Run Name`": 330, "attributes.`Dataset`": 240, first: 130}
+    state = {
+        "selectedColumns": columns,
+        "columnOrder": order,
+        "columnWidths": widths,
+        "searchFilter": f"{first} >= 0",  # parent runs: the child runs have no test metric
+        "orderByKey": first,
+        "orderByAsc": True,
+    }
+    now = int(time.time() * 1000)
+    envelope = {
+        "name": f"{VIEW_KEY}: test metrics",
+        "createdAt": now,
+        "updatedAt": now,
+        "state": json.dumps(state),
+    }
+    return json.dumps(envelope)
+
+
+def task_metric_names(task: str) -> list[str]:
+    """The metrics of ``conf/task/<task>.yaml`` (empty when there is no such task)."""
+    import yaml
+
+    from ..paths import project_root
+
+    path = project_root() / "conf" / "task" / f"{task}.yaml"
+    try:
+        node = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    metrics = (node.get("task") or {}).get("metrics") or []
+    return [str(m) for m in metrics]
+
+
+def experiment_tags(task: str, metrics: Sequence[str] | None = None) -> dict[str, str]:
+    """Tags of a task's experiment for MLflow 3's UI: the kind (model training, not
+    GenAI), the primary metric (the chart view), a description, the saved runs view
+    (none for an experiment that is not a task's, e.g. ``projloss/report``)."""
+    metrics = list(metrics) if metrics is not None else task_metric_names(task)
+    if not metrics:
+        return {}
+    first = metrics[0]
+    return {
+        KIND_TAG: "custom_model_development",
+        PRIMARY_METRIC_TAG: f"test.{first}",
+        NOTE_TAG: (
+            f"projloss: {task} runs, one parent run per composition and dataset (name: "
+            f"dataset · set/decoder · geometry), one child run per lambda. Test metric: "
+            f"test.{first}. Views -> '{VIEW_KEY}' shows it as a column."
+        ),
+        f"{VIEW_TAG_PREFIX}{VIEW_KEY}": _saved_view(metrics),
+    }
+
+
+# --- what evaluate logs --------------------------------------------------------------
+
+
+def log_run_page(
+    tracker: Any, cfg: Mapping[str, Any], comp: Composition, data: Any, tuned: Mapping[str, Any]
+) -> None:
+    """Log what the run page shows beyond the test metrics: the λ each metric chose
+    (params), the validation curve (metric steps over the λ grid) and the dataset input."""
+    tracker.log_params(lambda_params(tuned))
+    for step, values in curve_metrics(tuned):
+        tracker.log_metrics(values, step=step)
+    if tracker.enabled and data is not None:
+        dataset, tags = dataset_input(data, cfg)
+        tracker.log_input(dataset, tags)
+
+
+def flag_structures(tracker: Any, comp: Composition, y_pred: Any) -> str | None:
+    """Check the test predictions (:func:`structure_problem`): tag the run
+    ``structure`` (``ok`` or the problem) and warn about a problem; return it."""
+    if comp.kind == "median":  # the training-median baseline is constant by design
+        tracker.set_tags({STRUCTURE_TAG: "median baseline"})
+        return None
+    problem = structure_problem(comp.task, y_pred, comp.decoder)
+    if problem is not None:
+        log.warning("%s", structure_warning(comp, problem))
+    tracker.set_tags({STRUCTURE_TAG: structure_tag(problem)})
+    return problem
+
+
+def describe_run(
+    tracker: Any,
+    comp: Composition,
+    headline: Mapping[str, float],
+    lambdas: Mapping[str, float | None],
+    problem: str | None = None,
+) -> None:
+    """The run's description (``mlflow.note.content``, the top of its page): the test
+    metrics, the λ each metric chose on validation, and a structure problem if any."""
+    tests = ", ".join(f"{m} {v:.2f}" for m, v in headline.items())
+    lams = ", ".join(f"{m}: {lam:.3g}" for m, lam in lambdas.items() if lam is not None)
+    text = f"{run_name(comp)}: test {tests}"
+    text += f" (lambda chosen on validation by {lams})" if lams else ""
+    if problem:
+        text += f". Warning: {problem}; {structure_remedy(comp)}"
+    tracker.set_tags({NOTE_TAG: text + "."})
+
+
+def log_models(
+    tracker: Any,
+    cfg: Mapping[str, Any],
+    comp: Composition,
+    data: Any,
+    models: Mapping[str, Any],
+) -> None:
+    """Log each refitted estimator (``models``: name suffix -> estimator, ``""`` for the
+    headline one) as a raw-feature :func:`raw_pipeline` named :func:`model_name` +
+    suffix, with a signature and an input example of raw test rows."""
+    scaler = fitted_scaler(data, cfg)
+    example = raw_rows(data.test[0][:5], scaler)
+    base, registered = model_name(comp, cfg), registered_name(comp, cfg)
+    for suffix, estimator in models.items():
+        tracker.log_model(
+            raw_pipeline(estimator, scaler),
+            base + suffix,
+            X_example=example,
+            registered_name=registered + suffix,
+        )
