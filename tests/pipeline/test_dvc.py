@@ -1,8 +1,10 @@
 """``dvc repro`` on a tiny experiment list in a temporary copy of the repository.
 
 One test (the steps depend on each other, and DVC runs are the slow part): the first
-``dvc repro`` runs all five stages, the second does nothing, and a change of one
-experiment's params re-runs only that experiment's stages.
+``dvc repro`` runs all five stages, the second does nothing; ``dvc push`` to the default
+remote, then a fresh clone's ``dvc pull`` restores every output (``dvc status`` clean,
+``dvc repro`` does nothing); a change of one experiment's params re-runs only that
+experiment's stages.
 """
 
 from __future__ import annotations
@@ -150,14 +152,31 @@ def test_dvc_repro(repo: Path) -> None:
     assert "reports/smoke/summary/table1.json" in json.dumps(shown)
     assert "metrics/smoke-cube.json" not in json.dumps(shown)  # a plain output now
 
-    # 2b. a fresh clone (no data, models or caches): dvc.lock matches the committed code
-    # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks)
+    # 2b. push to the default remote of .dvc/config: a directory beside the checkout
+    remote = repo.parent / "projloss-dvc-remote"
+    assert not remote.exists()
+    _run([*dvc, "push"], repo, env)
+    assert (remote / "files/md5").is_dir()
+
+    # 2c. a fresh clone (no data, models or caches): dvc.lock matches the committed code
+    # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks);
+    # `dvc pull` restores every output: `dvc status` is clean, `dvc repro` runs nothing
     _run(["git", "add", "-A"], repo, env)
     _run(["git", "commit", "-qm", "results"], repo, env)
     clone = repo.parent / "clone"
     _run(["git", "clone", "-q", str(repo), str(clone)], repo.parent, env)
     assert not (clone / "data/prepared").exists()
     assert stale_stages(clone) == {}
+    clone_env = {**env, "PYTHONPATH": str(clone / "src")}
+    _run([*dvc, "pull"], clone, clone_env)
+    for rel in ("data/raw/iris/iris.txt", "data/prepared/iris/stats.json",
+                "models/smoke-cube/cube-cube/refit.json",
+                "data/eval/smoke-birkhoff/birkhoff-birkhoff/results.json"):  # fmt: skip
+        assert (clone / rel).read_bytes() == (repo / rel).read_bytes(), rel
+    status = _run([*dvc, "status"], clone, clone_env).stdout
+    assert "Data and pipelines are up to date" in status, status
+    again = _run([*dvc, "repro"], clone, clone_env).stdout
+    assert _ran(again) == set() and "Data and pipelines are up to date" in again, again
 
     # 3. one experiment's params change: only its stages run again
     params = yaml.safe_load((repo / "params.yaml").read_text())
