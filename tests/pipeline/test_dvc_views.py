@@ -151,6 +151,15 @@ def test_dvc_metrics_show_fits_a_screen(paper_repo: Path) -> None:
     assert "metrics/" not in shown
 
 
+def test_dvc_dag_fits_a_screen(paper_repo: Path) -> None:
+    """``dvc dag --collapse-foreach-matrix`` on the paper's list: one box per stage (plain
+    ``dvc dag`` draws every experiment's three stages side by side, 791 characters)."""
+    shown = _dvc(["dag", "--collapse-foreach-matrix"], paper_repo)
+    assert max(map(len, shown.splitlines())) <= 200, shown
+    for stage in ("fetch", "preprocess", "tune", "refit", "evaluate", "report"):
+        assert stage in shown, shown
+
+
 def test_dvc_plots_show_renders_the_curves_and_the_bars(paper_repo: Path) -> None:
     shown = json.loads(_dvc(["plots", "show", "--json"], paper_repo))
     data = shown.get("data", shown)
