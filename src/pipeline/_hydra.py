@@ -28,8 +28,16 @@ FAILED_DIR = ".failed"
 
 
 def config_path() -> str:
-    """Absolute path of the repository's ``conf/`` (Hydra's ``config_path``)."""
-    return str(conf_dir())
+    """Absolute path of the repository's ``conf/`` (Hydra's ``config_path``). Called when
+    an entry point is imported: a project root that cannot be found (a bad
+    ``PROJLOSS_ROOT``) is one line ``error: ...`` and exit status 1, not a traceback."""
+    try:
+        return str(conf_dir())
+    except PipelineError as exc:
+        if debug():
+            raise
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:

@@ -32,9 +32,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .._hydra import expected_errors
     from .build import build_report
 
-    root = project_root()
     start = time.perf_counter()
     try:
+        root = project_root()  # a bad PROJLOSS_ROOT: one line too
         out, experiments = _destination(root, args.out)
         report = build_report(
             root,
