@@ -223,6 +223,25 @@ def test_hydra_errors_are_one_line(
     assert "HYDRA_FULL_ERROR" not in os.environ
 
 
+def test_exclusive_hydra_flags_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``--multirun --cfg job`` (Hydra refuses the pair with a ValueError): one line,
+    exit 2 (a usage error), not a traceback."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    for key in ("HYDRA_FULL_ERROR", "PROJLOSS_DEBUG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(sys, "argv", ["projloss-train", "set=cube,birkhoff", "-m", "--cfg", "job"])
+    try:
+        with pytest.raises(SystemExit) as exc:
+            train.main()
+    finally:
+        GlobalHydra.instance().clear()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: Only one of --run, --multirun"), err
+    assert "without --multirun" in err
+
+
 def test_a_stage_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     """An OmegaConf error raised inside a stage is a bug, not a command-line error: it
     propagates (with its traceback) instead of becoming the one error line."""
