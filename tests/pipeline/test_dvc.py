@@ -4,13 +4,16 @@ One test (the steps depend on each other, and DVC runs are the slow part): the f
 ``dvc repro`` runs all five stages, the second does nothing; ``dvc push`` to the default
 remote, then a fresh clone's ``dvc pull`` restores every output (``dvc status`` clean,
 ``dvc repro`` does nothing); a change of one experiment's params re-runs only that
-experiment's stages.
+experiment's stages; the README's ``dvc exp run -S key=value`` (DVC's Hydra composition of
+params.yaml) and ``dvc exp show --only-changed``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -81,7 +84,7 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow
-def test_dvc_repro(repo: Path) -> None:
+def test_dvc_repro(repo: Path, mirror: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     bindir = str(Path(sys.executable).parent)
@@ -142,6 +145,7 @@ def test_dvc_repro(repo: Path) -> None:
     report = repo / "reports/smoke"
     assert (report / "README.md").is_file() and (report / "table1.csv").is_file()
     assert (report / "summary/table1.json").is_file()
+    assert (report / "runs.csv").read_text().startswith("mlflow_run_id,mlflow_run_name,")
     assert (report / "plots/validation/smoke-birkhoff.csv").is_file()
     assert (repo / "reports/table1.csv").read_bytes() == (ROOT / "reports/table1.csv").read_bytes()
 
@@ -188,3 +192,26 @@ def test_dvc_repro(repo: Path) -> None:
     assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube", "report"}
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3
+
+    # 4. the README's `dvc exp run -S key=value` (params.yaml composed from conf/ by DVC's
+    # Hydra integration: the fixture's settings are given again) and `dvc exp show`
+    settings = [
+        "experiments=smoke",
+        "datasets=[iris]",
+        "lambdas.num=2",
+        "seed=1",
+        f"data.mirror={mirror}",
+        "tracking.log_models=false",
+        "tracking.figures=false",
+    ]
+    fourth = _run([*dvc, "exp", "run", *(f"-S{s}" for s in settings)], repo, env).stdout
+    assert _ran(fourth) == stages - {"fetch"}, fourth  # seed=1: a new split of iris
+    assert (repo / "data/prepared/iris+seed1/stats.json").is_file()
+    assert yaml.safe_load((repo / "params.yaml").read_text())["seed"] == 1
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (show,) = re.findall(r"^dvc exp show .*?(?=\s+#)", readme, flags=re.M)
+    shown = _run([*dvc, *shlex.split(show)[1:]], repo, env).stdout
+    assert max(map(len, shown.splitlines())) <= 200, shown
+    header = shown.splitlines()[1].split()
+    assert {"seed", "data.seed"} <= set(header), shown
+    assert not [c for c in header if c.startswith(("experiments.", "data/", "models"))], shown

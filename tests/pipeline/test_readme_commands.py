@@ -88,7 +88,7 @@ TESTED: dict[str, tuple[str, ...]] = {
     "dvc metrics show metrics/lr.json": (HERE + "test_named_metrics_files",),
     "dvc plots show": (VIEWS + "test_dvc_plots_show_renders_the_curves_and_the_bars",),
     "dvc plots diff main": (VIEWS + "test_dvc_plots_diff_compares_two_commits",),
-    "dvc exp show --only-changed --drop 'experiments\\.'": (DVC,),
+    "dvc exp show --only-changed --drop 'experiments\\.|^data/|^models'": (DVC,),
     # Results that travel (a temporary clone and remote)
     "dvc push": (DVC, "tests/cluster/test_dvc_remote.py::test_push_and_pull_through_a_remote"),
     "git clone <this repository> projloss-copy && cd projloss-copy && dvc pull": (DVC,),
