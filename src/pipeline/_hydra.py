@@ -28,8 +28,16 @@ FAILED_DIR = ".failed"
 
 
 def config_path() -> str:
-    """Absolute path of the repository's ``conf/`` (Hydra's ``config_path``)."""
-    return str(conf_dir())
+    """Absolute path of the repository's ``conf/`` (Hydra's ``config_path``). Called when
+    an entry point is imported: a project root that cannot be found (a bad
+    ``PROJLOSS_ROOT``) is one line ``error: ...`` and exit status 1, not a traceback."""
+    try:
+        return str(conf_dir())
+    except PipelineError as exc:
+        if debug():
+            raise
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
@@ -112,6 +120,10 @@ def hydra_error_line(exc: BaseException) -> str:
     return f"error: {problem} ({place}); {remedy}"
 
 
+#: Hydra's ValueError for two exclusive flags (``--multirun --cfg job``)
+_EXCLUSIVE = "Only one of --run, --multirun, --cfg, --info and --shell_completion"
+
+
 def entry(hydra_main: Callable[[], Any]) -> None:
     """Run a ``@hydra.main`` function as a command: Hydra's own errors (an unknown option
     such as ``set=nope``, an unknown key, a bad override) become one line ``error: ...``
@@ -136,6 +148,16 @@ def entry(hydra_main: Callable[[], Any]) -> None:
             raise
         print(hydra_error_line(exc), file=sys.stderr, flush=True)
         sys.exit(1)
+    except ValueError as exc:  # Hydra's check of its own flags (a usage error, exit 2)
+        if getattr(exc, _FROM_STAGE, False) or not str(exc).startswith(_EXCLUSIVE):
+            raise
+        print(
+            f"error: {exc} (command line); run a --cfg/--info/-sc on its own, without "
+            "--multirun (a sweep's first job: its overrides without the commas)",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(2)
     finally:
         if os.environ.pop(_OURS, None):
             os.environ.pop(_FULL, None)

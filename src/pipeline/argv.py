@@ -13,6 +13,8 @@ Examples
 ['train', '--multirun', 'set=cube', 'hydra/launcher=ray']
 >>> normalize_argv(["train", "task=ordinal", "-m", "set=reals", "--cfg", "job"])
 ['train', '-m', '--cfg', 'job', 'task=ordinal', 'set=reals']
+>>> normalize_argv(["train", "task=ordinal", "-sc", "install=bash"])  # tab completion
+['train', '-sc', 'install=bash', 'task=ordinal']
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 _WITH_VALUE = frozenset(
     {
         "--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-        "--config-dir", "-cd", "--experimental-rerun",
+        "--config-dir", "-cd", "--experimental-rerun", "--shell-completion", "-sc",
     }
 )  # fmt: skip
 # ``--info`` takes an optional value, one of these words.

@@ -29,8 +29,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 if stale")
     parser.add_argument("--output", type=Path, default=None, help="default: <root>/params.yaml")
     args = parser.parse_args(argv)
-    path = args.output or params_path()
-    text = compose_params(args.overrides)
+    from .lifecycle import command
+
+    with command("python -m pipeline.params"):  # a bad PROJLOSS_ROOT, ...: one line
+        path = args.output or params_path()
+        text = compose_params(args.overrides)
     current = path.read_text(encoding="utf-8") if path.is_file() else ""
     if args.check:
         if current != text:

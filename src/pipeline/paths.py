@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import ConfigError
+
 ROOT_ENV = "PROJLOSS_ROOT"
 
 #: where the DVC stages write, relative to the project root (the outputs of dvc.yaml)
@@ -38,13 +40,16 @@ def project_root() -> Path:
     if env:
         root = Path(env).expanduser().resolve()
         if not root.is_dir():
-            raise ValueError(f"{ROOT_ENV}={env!r} is not a directory")
+            raise ConfigError(
+                f"{ROOT_ENV}={env!r} is not a directory (environment); set it to the "
+                f"project's checkout (the directory with pyproject.toml and conf/) or unset it"
+            )
         return root
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         for candidate in (start, *start.parents):
             if _is_root(candidate):
                 return candidate
-    raise ValueError(
+    raise ConfigError(
         "cannot find the project root (a directory with pyproject.toml and conf/) above "
         f"{Path(__file__).parent} or the current directory; set {ROOT_ENV}"
     )

@@ -29,6 +29,9 @@ from pipeline.paths import project_root
         (["p", "x=1", "--info", "plugins"], ["p", "--info", "plugins", "x=1"]),
         (["p", "--info", "x=1"], ["p", "--info", "x=1"]),
         (["p", "x=1", "--", "-m"], ["p", "x=1", "--", "-m"]),
+        # Hydra's tab completion: -sc takes a value (install=bash, query=bash, ...)
+        (["p", "x=1", "-sc", "install=bash"], ["p", "-sc", "install=bash", "x=1"]),
+        (["p", "--shell-completion", "query=bash"], ["p", "--shell-completion", "query=bash"]),
     ],
 )
 def test_normalize_argv(argv: list[str], expected: list[str]) -> None:

@@ -72,6 +72,21 @@ def test_help_is_short_and_names_every_group(tmp_path: Path) -> None:
     assert "smoke-cube" not in done.stdout  # not the experiment list
 
 
+@pytest.mark.parametrize("stage", ["fetch", "preprocess"])
+def test_data_stages_have_their_own_help(stage: str, tmp_path: Path) -> None:
+    """``projloss-fetch --help`` / ``projloss-preprocess --help``: the stage's settings and
+    examples (conf/hydra/help/<stage>.yaml), not Hydra's generic page with every dataset
+    and the resolved config."""
+    done = _run([sys.executable, "-m", f"pipeline.{stage}", "--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"projloss-{stage}: ") and len(lines) < 40, done.stdout
+    assert f"Usage: projloss-{stage} [datasets=...]" in done.stdout
+    assert "datasets=mirrored" in done.stdout and "== Examples ==" in done.stdout
+    assert f'eval "$(projloss-{stage} -sc install=bash)"' in done.stdout
+    assert "powered by Hydra" not in done.stdout and "authorship" not in done.stdout
+
+
 def test_train_config_is_the_run_config() -> None:
     """``projloss-train --cfg job`` shows one run's config: conf/config.yaml (params.yaml,
     DVC) without the experiment list, which a run never reads."""
@@ -206,6 +221,25 @@ def test_hydra_errors_are_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(expected), err
     assert "HYDRA_FULL_ERROR" not in os.environ
+
+
+def test_exclusive_hydra_flags_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``--multirun --cfg job`` (Hydra refuses the pair with a ValueError): one line,
+    exit 2 (a usage error), not a traceback."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    for key in ("HYDRA_FULL_ERROR", "PROJLOSS_DEBUG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(sys, "argv", ["projloss-train", "set=cube,birkhoff", "-m", "--cfg", "job"])
+    try:
+        with pytest.raises(SystemExit) as exc:
+            train.main()
+    finally:
+        GlobalHydra.instance().clear()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: Only one of --run, --multirun"), err
+    assert "without --multirun" in err
 
 
 def test_a_stage_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,14 +1,19 @@
 """``dvc repro`` on a tiny experiment list in a temporary copy of the repository.
 
 One test (the steps depend on each other, and DVC runs are the slow part): the first
-``dvc repro`` runs all five stages, the second does nothing, and a change of one
-experiment's params re-runs only that experiment's stages.
+``dvc repro`` runs all five stages, the second does nothing; ``dvc push`` to the default
+remote, then a fresh clone's ``dvc pull`` restores every output (``dvc status`` clean,
+``dvc repro`` does nothing); a change of one experiment's params re-runs only that
+experiment's stages; the README's ``dvc exp run -S key=value`` (DVC's Hydra composition of
+params.yaml) and ``dvc exp show --only-changed``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,7 +84,7 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow
-def test_dvc_repro(repo: Path) -> None:
+def test_dvc_repro(repo: Path, mirror: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     bindir = str(Path(sys.executable).parent)
@@ -140,6 +145,7 @@ def test_dvc_repro(repo: Path) -> None:
     report = repo / "reports/smoke"
     assert (report / "README.md").is_file() and (report / "table1.csv").is_file()
     assert (report / "summary/table1.json").is_file()
+    assert (report / "runs.csv").read_text().startswith("mlflow_run_id,mlflow_run_name,")
     assert (report / "plots/validation/smoke-birkhoff.csv").is_file()
     assert (repo / "reports/table1.csv").read_bytes() == (ROOT / "reports/table1.csv").read_bytes()
 
@@ -150,14 +156,31 @@ def test_dvc_repro(repo: Path) -> None:
     assert "reports/smoke/summary/table1.json" in json.dumps(shown)
     assert "metrics/smoke-cube.json" not in json.dumps(shown)  # a plain output now
 
-    # 2b. a fresh clone (no data, models or caches): dvc.lock matches the committed code
-    # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks)
+    # 2b. push to the default remote of .dvc/config: a directory beside the checkout
+    remote = repo.parent / "projloss-dvc-remote"
+    assert not remote.exists()
+    _run([*dvc, "push"], repo, env)
+    assert (remote / "files/md5").is_dir()
+
+    # 2c. a fresh clone (no data, models or caches): dvc.lock matches the committed code
+    # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks);
+    # `dvc pull` restores every output: `dvc status` is clean, `dvc repro` runs nothing
     _run(["git", "add", "-A"], repo, env)
     _run(["git", "commit", "-qm", "results"], repo, env)
     clone = repo.parent / "clone"
     _run(["git", "clone", "-q", str(repo), str(clone)], repo.parent, env)
     assert not (clone / "data/prepared").exists()
     assert stale_stages(clone) == {}
+    clone_env = {**env, "PYTHONPATH": str(clone / "src")}
+    _run([*dvc, "pull"], clone, clone_env)
+    for rel in ("data/raw/iris/iris.txt", "data/prepared/iris/stats.json",
+                "models/smoke-cube/cube-cube/refit.json",
+                "data/eval/smoke-birkhoff/birkhoff-birkhoff/results.json"):  # fmt: skip
+        assert (clone / rel).read_bytes() == (repo / rel).read_bytes(), rel
+    status = _run([*dvc, "status"], clone, clone_env).stdout
+    assert "Data and pipelines are up to date" in status, status
+    again = _run([*dvc, "repro"], clone, clone_env).stdout
+    assert _ran(again) == set() and "Data and pipelines are up to date" in again, again
 
     # 3. one experiment's params change: only its stages run again
     params = yaml.safe_load((repo / "params.yaml").read_text())
@@ -169,3 +192,26 @@ def test_dvc_repro(repo: Path) -> None:
     assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube", "report"}
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3
+
+    # 4. the README's `dvc exp run -S key=value` (params.yaml composed from conf/ by DVC's
+    # Hydra integration: the fixture's settings are given again) and `dvc exp show`
+    settings = [
+        "experiments=smoke",
+        "datasets=[iris]",
+        "lambdas.num=2",
+        "seed=1",
+        f"data.mirror={mirror}",
+        "tracking.log_models=false",
+        "tracking.figures=false",
+    ]
+    fourth = _run([*dvc, "exp", "run", *(f"-S{s}" for s in settings)], repo, env).stdout
+    assert _ran(fourth) == stages - {"fetch"}, fourth  # seed=1: a new split of iris
+    assert (repo / "data/prepared/iris+seed1/stats.json").is_file()
+    assert yaml.safe_load((repo / "params.yaml").read_text())["seed"] == 1
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (show,) = re.findall(r"^dvc exp show .*?(?=\s+#)", readme, flags=re.M)
+    shown = _run([*dvc, *shlex.split(show)[1:]], repo, env).stdout
+    assert max(map(len, shown.splitlines())) <= 200, shown
+    header = shown.splitlines()[1].split()
+    assert {"seed", "data.seed"} <= set(header), shown
+    assert not [c for c in header if c.startswith(("experiments.", "data/", "models"))], shown

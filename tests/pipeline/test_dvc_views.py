@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -151,6 +152,15 @@ def test_dvc_metrics_show_fits_a_screen(paper_repo: Path) -> None:
     assert "metrics/" not in shown
 
 
+def test_dvc_dag_fits_a_screen(paper_repo: Path) -> None:
+    """``dvc dag --collapse-foreach-matrix`` on the paper's list: one box per stage (plain
+    ``dvc dag`` draws every experiment's three stages side by side, 791 characters)."""
+    shown = _dvc(["dag", "--collapse-foreach-matrix"], paper_repo)
+    assert max(map(len, shown.splitlines())) <= 200, shown
+    for stage in ("fetch", "preprocess", "tune", "refit", "evaluate", "report"):
+        assert stage in shown, shown
+
+
 def test_dvc_plots_show_renders_the_curves_and_the_bars(paper_repo: Path) -> None:
     shown = json.loads(_dvc(["plots", "show", "--json"], paper_repo))
     data = shown.get("data", shown)
@@ -278,10 +288,16 @@ def test_stale_filter_ignores_missing_data_only() -> None:
 
 def stale_stages(root: Path) -> dict[str, list[str]]:
     """What ``dvc status`` of the repository ``root`` finds changed in the code, config and
-    params of each stage (:func:`_stale`)."""
+    params of each stage (:func:`_stale`).
+
+    Without DVC's repository lock (it only reads): a ``make test`` beside a running ``make
+    repro`` in the same checkout neither waits for it nor makes it fail ("Unable to acquire
+    lock": the stage's process re-takes the lock after each command, for 3 s at most)."""
+    from dvc.lock import LockNoop
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
+        repo.lock = LockNoop()
         outs = [str(out.fs_path) for out in repo.index.outs]
         outs = [os.path.relpath(p, root) if os.path.isabs(p) else p for p in outs]
         status = repo.status()
@@ -293,6 +309,19 @@ def stale_stages(root: Path) -> dict[str, list[str]]:
         o for o in outs if o in files or any(f.startswith(o.rstrip("/") + "/") for f in files)
     )
     return _stale(status, outs, committed)
+
+
+def test_stale_stages_takes_no_lock(paper_repo: Path) -> None:
+    """A ``dvc repro`` holding the repository's lock (here: this process) does not stop the
+    freshness check, nor the check the repro."""
+    from dvc.repo import Repo
+
+    with Repo(str(paper_repo)) as running:
+        with running.lock:
+            start = time.perf_counter()
+            stale_stages(paper_repo)
+            assert time.perf_counter() - start < 30
+            assert running.lock.is_locked
 
 
 def test_dvc_lock_is_fresh() -> None:

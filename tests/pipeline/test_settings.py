@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,28 @@ def test_root_from_environment(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "missing"))
     with pytest.raises(ValueError, match=ROOT_ENV):
         project_root()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["pipeline.train", "pipeline.stage tune lr", "pipeline.report", "pipeline.params",
+     "pipeline.report.repeated report"],
+)  # fmt: skip
+def test_bad_root_is_one_line(command: str, tmp_path: Path) -> None:
+    """A ``PROJLOSS_ROOT`` that is not a directory: ``error: ...; <remedy>``, exit 1, no
+    traceback (the entry points compute Hydra's config path when imported)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROJLOSS_", "HYDRA_"))}
+    env.update(PYTHONPATH=str(ROOT / "src"), **{ROOT_ENV: str(tmp_path / "missing")})
+    done = subprocess.run(
+        [sys.executable, "-m", *command.split()], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == 1, out
+    assert out.splitlines() == [
+        f"error: {ROOT_ENV}='{tmp_path / 'missing'}' is not a directory (environment); set it "
+        "to the project's checkout (the directory with pyproject.toml and conf/) or unset it"
+    ], out
 
 
 def test_mirror_from_environment(monkeypatch, tmp_path: Path) -> None:

@@ -32,11 +32,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     from .._hydra import expected_errors
     from .build import build_report
 
-    root = project_root()
     start = time.perf_counter()
     try:
+        root = project_root()  # a bad PROJLOSS_ROOT: one line too
         out, experiments = _destination(root, args.out)
-        report = build_report(root, out, figures=not args.no_figures, experiments=experiments)
+        report = build_report(
+            root,
+            out,
+            figures=not args.no_figures,
+            experiments=experiments,
+            tracking_uri=_tracking_uri(),
+        )
         for f in report.findings:
             holds = {True: "holds", False: "DOES NOT HOLD", None: "not run"}[f["holds"]]
             log.info("%s: %s (%s)", f["claim"], holds, f["evidence"])
@@ -64,6 +70,17 @@ def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
     if out is None:
         out = resolve((params.get("report") or {}).get("dir", "reports"), root)
     return out, experiments
+
+
+def _tracking_uri() -> str | bool | None:
+    """The tracking store the report's runs.csv reads run names from: params.yaml
+    ``tracking.uri`` (None: the default store), False when tracking is off."""
+    from ..config.experiments import load_params, params_path
+
+    if not params_path().is_file():
+        return None
+    tracking = load_params().get("tracking") or {}
+    return tracking.get("uri") if tracking.get("enabled", True) else False
 
 
 def _log(files: list[Path], findings: list[dict]) -> None:

@@ -9,6 +9,9 @@ stage's outputs; see :mod:`pipeline.report.results`), fills every table of
 - ``figure3_soft_permutation.png`` (paper Figure 3) and one comparison plot per task;
 - the DVC views (:mod:`pipeline.report.views`): ``summary/<table>.json`` (``dvc metrics``),
   ``plots/tables/<table>.csv`` and ``plots/validation/<experiment>.csv`` (``dvc plots``);
+- ``runs.csv`` (:mod:`pipeline.report.runs`): one row per MLflow run the tables cite (run
+  name, status, composition, chosen lambdas, test metrics), so that the run ids of the
+  tables mean something in a clone without the MLflow store;
 - ``README.md``: the paper's findings checked on our tables, the protocol choices, the
   F1 averages and the birds comparison, every cell that differs by more than its noise
   with its explanation, and an index of the files.
@@ -51,9 +54,12 @@ def build_report(
     layout: Path | None = None,
     figures: bool = True,
     experiments: list[str] | None = None,
+    tracking_uri: str | bool | None = False,
 ) -> Report:
     """Write the report of the results under ``root`` into ``out_dir`` (validation curves
-    of ``experiments``: default every ``data/tuning/*.json``)."""
+    of ``experiments``: default every ``data/tuning/*.json``; ``runs.csv`` with the run
+    names and statuses of the tracking store ``tracking_uri``: None the default store,
+    False none)."""
     import yaml
 
     out_dir = Path(out_dir)
@@ -91,6 +97,9 @@ def build_report(
     from .views import write_views
 
     files += write_views(built, out_dir, root, experiments)
+    from .runs import write_runs
+
+    files.append(write_runs(built, out_dir, root, tracking_uri))
     figure_files: list[Path] = []
     if figures:
         from . import figures as fig_mod
@@ -327,6 +336,9 @@ def render_readme(
     lines += [
         "- [Dataset statistics, the paper's Table 5](dataset_stats.md) (written by the "
         "preprocess stage)",
+        "- [runs.csv](runs.csv): the MLflow runs the tables cite, one row each (run name, "
+        "MLflow experiment, status, composition, target loss, chosen lambdas, test "
+        "metrics): join a table's `mlflow_run_id` to it when the MLflow store is not here",
     ]
     if figure_files:
         lines += ["", "## Figures", ""]

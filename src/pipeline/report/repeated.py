@@ -24,9 +24,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "targets":
         print(" ".join(targets(args.repeats)))
         return
+    from ..lifecycle import command
     from .repeated_report import cli_report
 
-    cli_report(args.repeats, tracking=not args.no_tracking)
+    with command("python -m pipeline.report.repeated"):  # a bad PROJLOSS_ROOT: one line
+        cli_report(args.repeats, tracking=not args.no_tracking)
 
 
 if __name__ == "__main__":
