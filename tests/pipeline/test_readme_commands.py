@@ -77,6 +77,8 @@ TESTED: dict[str, tuple[str, ...]] = {
         "tests/pipeline/test_train.py::test_end_to_end_into_a_temporary_store",
     ),
     "python -m pipeline.train tracking.enabled=false": (TRAIN,),
+    "python -m pipeline.train set=cube decoder=cube": (TRAIN,),
+    "python -m pipeline.train set=cube decoder=cube task.target_loss=hamming_ranking": (TRAIN,),
     # The DVC pipeline (tiny experiment list in a temporary repository)
     "dvc repro": (DVC,),
     "dvc exp run -S task=multilabel -S set=knapsack": (DVC,),
