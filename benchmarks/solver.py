@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import time
 import warnings
@@ -88,14 +87,13 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 def use_solver(name: str) -> Iterator[None]:
     """Make the estimators fit with ``fit_projection_model(..., solver=name)``."""
     import projloss.estimators._base as base
-    from projloss.estimators._solver import fit_projection_model
 
-    original = base.fit_projection_model
-    base.fit_projection_model = functools.partial(fit_projection_model, solver=name)
+    original = dict(base.SOLVERS)
+    base.SOLVERS.update({model: name for model in base.SOLVERS})
     try:
         yield
     finally:
-        base.fit_projection_model = original
+        base.SOLVERS.update(original)
 
 
 def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:

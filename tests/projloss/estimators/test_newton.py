@@ -1,10 +1,10 @@
-"""The truncated Newton solver (``fit_projection_model(solver="newton")``): it reaches the
-optimum of the regularized objective that a long L-BFGS run reaches, on kernel and linear
-models of a few sets, and its result does not depend on the BLAS threads of the caller."""
+"""The semismooth Newton solver (``fit_projection_model(solver="newton")``, the kernel
+models' default): it reaches the optimum of the regularized objective that a long L-BFGS
+run reaches, on kernel and linear models of a few sets, and its result does not depend on
+the BLAS threads of the caller."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
@@ -24,10 +24,9 @@ from projloss.estimators._solver import fit_projection_model
 
 @pytest.fixture
 def newton(monkeypatch):
-    """Make the estimators fit with the Newton solver."""
-    monkeypatch.setattr(
-        base, "fit_projection_model", functools.partial(fit_projection_model, solver="newton")
-    )
+    """Make the estimators fit with the Newton solver (the kernel models' default)."""
+    monkeypatch.setitem(base.SOLVERS, "linear", "newton")
+    monkeypatch.setitem(base.SOLVERS, "poly", "newton")
 
 
 def iris(n=60):
@@ -72,9 +71,7 @@ def test_poly_kernel_permutahedron_reaches_the_optimum(newton, degree, alpha):
     ids=["unit_cube", "knapsack"],
 )
 def test_linear_models_reach_the_optimum(newton, make):
-    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run.
-    (The ordinal order simplex is not covered: the Newton solver fails there, see
-    ``_newton_cg``.)"""
+    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((80, 5))
     est = make()
