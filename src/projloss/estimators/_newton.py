@@ -183,15 +183,22 @@ class _BasisProblem:
         return self.difference_jacobians(theta, u)
 
     def difference_jacobians(self, theta: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray:
-        """``J[i] ~ dP(theta_i)``, ``(n, p, p)``: forward differences, symmetrized, with the
-        eigenvalues below 1e-6 (difference noise) set to 0."""
+        """``J[i] ~ dP(theta_i)``, ``(n, p, p)``: per direction ``a`` the forward or the
+        backward difference, whichever has the larger ``J[a, a]`` (at a kink, the side
+        with curvature: for the box and the nonnegative orthant, exactly the largest-rank
+        element of the generalized Jacobian), symmetrized, with the eigenvalues below
+        1e-6 (difference noise) set to 0."""
         n, p = theta.shape
         h = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.abs(theta).max()))
         J = np.empty((n, p, p))
         for a in range(p):
             t = theta.copy()
             t[:, a] += h
-            J[:, :, a] = (self.project(t) - u) / h
+            forward = (self.project(t) - u) / h
+            t[:, a] -= 2 * h
+            backward = (u - self.project(t)) / h
+            use_forward = forward[:, a] >= backward[:, a]
+            J[:, :, a] = np.where(use_forward[:, None], forward, backward)
         w, E = np.linalg.eigh(0.5 * (J + J.transpose(0, 2, 1)))
         w = np.where(w > 1e-6, w, 0.0)  # PSD (a projection's Jacobian), rounding removed
         return np.einsum("iab,ib,icb->iac", E, w, E)

@@ -41,6 +41,9 @@ T = TypeVar("T")
 
 _CONTROLLER: ThreadpoolController | None = None
 
+#: the largest feature matrix (entries) that the Newton fallback densifies
+MAX_DENSE = 20_000_000
+
 
 def _blas_controller() -> ThreadpoolController:
     """One ``ThreadpoolController`` per process: creating one scans the loaded libraries
@@ -148,6 +151,7 @@ def fit_projection_model(
     intercept_init: NDArray[np.float64] | None = None,
     precondition: bool = False,
     solver: str = "lbfgs",
+    newton_fallback: bool = True,
 ) -> FitResult:
     r"""Fit ``(coef, intercept)`` by L-BFGS-B with the analytic gradient.
 
@@ -169,6 +173,11 @@ def fit_projection_model(
     it stops when the max-norm of the gradient in the original coordinates is at most
     ``tol``, and converges on every kernel fit of the paper where L-BFGS stops at
     ``max_iter`` (``python -m benchmarks.solver``, benchmarks/RESULTS.md).
+
+    ``newton_fallback``: when L-BFGS stops before its tolerance (``max_iter``, or a line
+    search that fails), continue from its point with the Newton method (for ``alpha > 0``
+    and features of at most :data:`MAX_DENSE` entries, which it densifies); ``n_iter`` then
+    counts both. A fit that L-BFGS brings to its tolerance is unchanged, to the last bit.
 
     The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
     on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
@@ -211,11 +220,11 @@ def fit_projection_model(
         B0[:, d] = intercept_init
     z0 = (B0 @ P_inv if precondition else B0).ravel()
 
-    if solver == "newton":
+    def newton(B_start: NDArray[np.float64]) -> Any:
         Fd = F.toarray() if hasattr(F, "toarray") else np.asarray(F, dtype=np.float64)
         if penalized:
             Fd = np.hstack([Fd, np.ones((n, 1))])
-        res = newton_fit(
+        return newton_fit(
             Fd,
             phi_flat,
             projection_set,
@@ -223,10 +232,13 @@ def fit_projection_model(
             event_shape,
             alpha=float(alpha),
             free_intercept=fit_intercept and not penalized,
-            B0=B0,
+            B0=B_start,
             max_iter=int(max_iter),
             tol=float(tol),
         )
+
+    if solver == "newton":
+        res = newton(B0)
         n_evals = res.nfev
         name = "Newton-CG"
     elif solver == "lbfgs":
@@ -243,7 +255,14 @@ def fit_projection_model(
             },
         )
         res.success = bool(res.status == 0)
+        res.x = res.x.reshape(p, dt) @ P if precondition else res.x.reshape(p, dt)
         name = "L-BFGS"
+        if not res.success and newton_fallback and alpha > 0 and n * d <= MAX_DENSE:
+            polish = newton(res.x)
+            polish.nit += res.nit
+            polish.message = f"L-BFGS: {res.message}; then Newton-CG: {polish.message}"
+            n_evals += polish.nfev
+            res, name = polish, "L-BFGS then Newton-CG"
     else:
         raise ValueError(f"unknown solver {solver!r}; valid solvers are ['lbfgs', 'newton']")
     converged = bool(res.success)
@@ -255,8 +274,6 @@ def fit_projection_model(
             stacklevel=4,  # warn, wrapper, fit_projection_model, estimator.fit
         )
     B = res.x.reshape(p, dt)
-    if precondition:
-        B = B @ P
     coef = np.ascontiguousarray(B[:, :d])
     intercept = B[:, d].copy() if fit_intercept else np.zeros(p)
     return FitResult(
