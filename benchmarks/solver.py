@@ -1,11 +1,13 @@
-"""Solver convergence on the paper's lambda grids: L-BFGS vs the truncated Newton method.
+"""Solver convergence on the paper's lambda grids: L-BFGS vs the estimators' solvers.
 
 ``python -m benchmarks.solver`` fits, for each paper family (label ranking: every set of
 Tables 1-2 linear, the permutahedron linear and with the polynomial kernels of Table 3;
 ordinal, Table 4; multilabel, Tables 6-7), the whole lambda grid on the real prepared
-training data (``pipeline.data.load_prepared``, prepared from the mirror if missing),
-warm-started from the largest lambda as the tune stage does, with each solver of
-``projloss.estimators._solver.fit_projection_model`` (``--solvers lbfgs,newton``). Per
+training data (``pipeline.data.api.load_prepared``, prepared from the mirror if
+missing), warm-started from the largest lambda as the tune stage does, with two of the
+solvers of :func:`use_solver` (``--solvers lbfgs,default``: the estimators before issue 14,
+L-BFGS only, against their defaults since: semismooth Newton for the kernel models, L-BFGS
+finished by Newton for the linear ones; ``newton``: Newton for every model). Per
 fit it records the iterations, the seconds, whether the solver met its tolerance, the
 objective and the test predictions; per family it prints the iterations and seconds
 summed over the grid, the fits that did not converge, the largest objective difference
@@ -14,7 +16,9 @@ between the solvers (relative) and the fraction of test predictions on which the
 The estimators are built by the pipeline's ``make_estimator`` from ``conf/`` (same
 lambda grid, ``max_iter``, ``tol``, penalized intercept, warm start); only the solver is
 switched. The output is Markdown (``--output FILE`` to write it), meant to be pasted into
-``benchmarks/RESULTS.md``; on a loaded machine the seconds are noisy, their ratios less.
+``benchmarks/RESULTS.md``, and every fit's figures as JSON (``--json FILE``, kept in
+``benchmarks/history/solver-*.json``); on a loaded machine the seconds are noisy, their
+ratios less.
 
 Examples: ``PYTHONPATH=src:. python -m benchmarks.solver --families t3``;
 ``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import time
@@ -78,17 +83,30 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+#: ``--solvers`` names: the old default (L-BFGS only), the estimators' defaults, Newton
+SOLVER_NAMES = ("lbfgs", "default", "newton")
+
+
 @contextlib.contextmanager
 def use_solver(name: str) -> Iterator[None]:
-    """Make the estimators fit with ``fit_projection_model(..., solver=name)``."""
+    """Make the estimators fit with ``name``: ``lbfgs``, L-BFGS for every model and no
+    Newton fallback (the estimators before issue 14); ``default``, the estimators' own
+    choice (semismooth Newton for the kernel models, L-BFGS finished by Newton when it
+    stops early for the linear ones); ``newton``, the Newton method for every model."""
     import projloss.estimators._base as base
 
-    original = dict(base.SOLVERS)
-    base.SOLVERS.update({model: name for model in base.SOLVERS})
+    if name not in SOLVER_NAMES:
+        raise ValueError(f"unknown solver {name!r}; valid: {list(SOLVER_NAMES)}")
+    solvers, fit = dict(base.SOLVERS), base.fit_projection_model
+    if name != "default":
+        base.SOLVERS.update({model: name for model in base.SOLVERS})
+    if name == "lbfgs":
+        base.fit_projection_model = functools.partial(fit, newton_fallback=False)
     try:
         yield
     finally:
-        base.SOLVERS.update(original)
+        base.SOLVERS.update(solvers)
+        base.fit_projection_model = fit
 
 
 def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
@@ -201,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma list, or prefixes")
     ap.add_argument("--datasets", default=None, help="comma list (default: per family)")
-    ap.add_argument("--solvers", default="lbfgs,newton")
+    ap.add_argument("--solvers", default="lbfgs,default", help=f"two of {SOLVER_NAMES}")
     ap.add_argument("--output", default=None)
     ap.add_argument("--json", default=None, help="write every fit's figures to this file")
     args = ap.parse_args(argv)
