@@ -17,8 +17,9 @@ The estimators are built by the pipeline's ``make_estimator`` from ``conf/`` (sa
 lambda grid, ``max_iter``, ``tol``, penalized intercept, warm start); only the solver is
 switched. The output is Markdown (``--output FILE`` to write it), meant to be pasted into
 ``benchmarks/RESULTS.md``, and every fit's figures as JSON (``--json FILE``, kept in
-``benchmarks/history/solver-*.json``); on a loaded machine the seconds are noisy, their
-ratios less.
+``benchmarks/history/solver-*.json``). Times are CPU seconds of the process (the fits
+run on one thread): on a shared, loaded machine the wall-clock seconds (also in the JSON)
+measure the other users more than the solver.
 
 Examples: ``PYTHONPATH=src:. python -m benchmarks.solver --families t3``;
 ``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``.
@@ -127,14 +128,16 @@ def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
             est.set_params(alpha=lam)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 est.fit(X, y)
                 seconds = time.perf_counter() - start
+                cpu_seconds = time.process_time() - cpu
             fits.append(
                 {
                     "lambda": lam,
                     "n_iter": int(est.n_iter_),
                     "seconds": seconds,
+                    "cpu_seconds": cpu_seconds,
                     "converged": bool(est.converged_),
                     "objective": float(est.objective_),
                     "predictions": np.asarray(est.predict(X_test)),
@@ -170,7 +173,7 @@ def compare(
                 bad = [f"{f['lambda']:.0e}" for f in fits if not f["converged"]]
                 row += [
                     str(sum(f["n_iter"] for f in fits)),
-                    f"{sum(f['seconds'] for f in fits):.2f}",
+                    f"{sum(f['cpu_seconds'] for f in fits):.2f}",
                     f"{len(bad)}" + (f" ({', '.join(bad)})" if bad else ""),
                 ]
                 print(f"{name} {ds} {s}: " + ", ".join(row[-3:]), flush=True)
@@ -200,7 +203,7 @@ def compare(
             rows.append(row)
     head = ["table", "family", "dataset"]
     for s in solvers:
-        head += [f"{s}: its", f"{s}: s", f"{s}: not converged (lambda)"]
+        head += [f"{s}: its", f"{s}: CPU s", f"{s}: not converged (lambda)"]
     if len(solvers) == 2:
         head += [
             "max rel. objective diff.",

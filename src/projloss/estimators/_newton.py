@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import OptimizeResult
 
 from ..losses import loss_from_projection
@@ -72,6 +73,10 @@ MERGE = 1e-9
 
 #: the preconditioner is refactored when the previous solve took more CG iterations
 REUSE_CG = 10
+
+#: the dense Cholesky preconditioner is used only if the largest curvature of ``H`` over
+#: ``alpha`` is below this (beyond, rounding makes the formed ``H`` indefinite)
+DENSE_COND = 1e12
 
 #: the largest total Jacobian rank for the exact (SVD) preconditioner
 MAX_RANK = 3000
@@ -208,6 +213,21 @@ class _BasisProblem:
         T = np.einsum("iab,ib->ia", J, self.Gt @ D.T)
         return T.T @ self.Gt / n + self.alpha * (D * self.pen)
 
+    def preconditioner(self, J: NDArray) -> Precond:
+        """The cheapest exact inverse of ``H`` that is accurate here (dense Cholesky or
+        the SVD of the Jacobians' rows, by their flop counts), else the block diagonal."""
+        n, p, _ = J.shape
+        m = self.Gt.shape[1]
+        rank = int(np.sum(np.linalg.eigvalsh(J) > 1e-6))
+        N = p * m
+        svd_cost = 4.0 * rank * rank * N if rank <= N else 4.0 * N * N * rank
+        dense_cost = p * (p + 1) / 2 * n * m * m + N**3 / 3
+        if dense_cost < svd_cost or rank > MAX_RANK:
+            precond = self.dense_preconditioner(J)
+            if precond is not None:
+                return precond
+        return self.spectral_preconditioner(J) or self.block_preconditioner(J)
+
     def block_preconditioner(self, J: NDArray) -> Precond:
         """The inverse of the block diagonal of ``H`` (one ``p x p`` block per feature)."""
         n = self.Gt.shape[0]
@@ -219,6 +239,37 @@ class _BasisProblem:
         inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
         Minv = np.einsum("jab,jb,jcb->jac", E, inv, E)
         return lambda R: np.einsum("jab,bj->aj", Minv, R)
+
+    def dense_preconditioner(self, J: NDArray) -> Precond | None:
+        r"""The exact inverse of ``H`` by a Cholesky factorization of ``H`` formed densely
+        (``p (p + 1) / 2`` products :math:`\tilde G^\top \mathrm{diag}(J_{ab}) \tilde G`).
+        Cheaper than the SVD when many samples have Jacobians of high rank (vowel:
+        ``R ~ n (k - 1)``), but only accurate when :math:`\|H\| / \alpha` is well
+        inside double precision: ``None`` above :data:`DENSE_COND`, for an intercept that is
+        not penalized (``H`` singular along the flat directions of the loss), or if the
+        factorization fails."""
+        n, p, _ = J.shape
+        Gt = self.Gt
+        m = Gt.shape[1]
+        if self.pen.min() == 0.0:
+            return None
+        top = float(np.max(np.sum(Gt * Gt, axis=0))) / n
+        if top > DENSE_COND * self.alpha:
+            return None
+        H = np.empty((p, m, p, m))
+        for a in range(p):
+            for b in range(a, p):
+                block = Gt.T @ (J[:, a, b, None] * Gt) / n
+                H[a, :, b, :] = block
+                if b != a:
+                    H[b, :, a, :] = block.T
+        H = H.reshape(p * m, p * m)
+        H[np.diag_indices_from(H)] += self.alpha
+        try:
+            factor = cho_factor(H, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        return lambda Rm: cho_solve(factor, Rm.ravel(), check_finite=False).reshape(Rm.shape)
 
     def spectral_preconditioner(self, J: NDArray, max_rank: int = MAX_RANK) -> Precond | None:
         r"""The inverse of :math:`H_\alpha = \alpha I + \frac1n A^\top A` (``H`` with the
@@ -401,7 +452,7 @@ def newton_fit(
         J = problem.jacobians(theta, u)
         gnorm = float(np.linalg.norm(g))
         if precond is None or n_cg > REUSE_CG:  # the last factorization has gone stale
-            precond = problem.spectral_preconditioner(J) or problem.block_preconditioner(J)
+            precond = problem.preconditioner(J)
             n_factor += 1
         D, n_cg = _pcg(problem, J, g, precond, min(0.1, np.sqrt(gnorm)), max_cg)
         cg_total += n_cg
