@@ -62,7 +62,17 @@ from scipy.optimize import OptimizeResult
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
+from ..sets.nonneg import NonNegative
 from ..sets.permutahedron import Permutahedron
+from ..sets.reals import Reals
+from ..sets.unit_cube import UnitCube
+
+#: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
+SEPARABLE = (UnitCube, NonNegative, Reals)
+
+#: the largest output size of a non-separable set for the L-BFGS fallback (e.g. the
+#: knapsack polytope of cal500's 174 labels: 174 x 174 Jacobians per sample)
+MAX_COUPLED_OUTPUTS = 64
 
 #: relative cutoff of the singular values kept (see the module docstring)
 CUTOFF = 1e-12
@@ -115,6 +125,13 @@ def spectral_basis(F_pen: NDArray[np.float64], cutoff: float = CUTOFF) -> Spectr
     )
     _BASIS_CACHE["last"] = (key, basis)
     return basis
+
+
+def affordable(projection_set: ConvexSet, p: int) -> bool:
+    """Whether the Newton method is cheap for this set and output size: separable sets
+    (diagonal Jacobians) always; otherwise ``(p, p)`` Jacobians per sample and a Hessian
+    coupling the outputs, up to :data:`MAX_COUPLED_OUTPUTS` outputs."""
+    return isinstance(projection_set, SEPARABLE) or p <= MAX_COUPLED_OUTPUTS
 
 
 def permutahedron_jacobians(
@@ -183,9 +200,24 @@ class _BasisProblem:
         return value, grad, theta, u
 
     def jacobians(self, theta: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray:
+        """``(n, p, p)`` Jacobians, or their diagonals ``(n, p)`` for the separable sets."""
+        if isinstance(self.set, SEPARABLE):
+            return self.diagonal_jacobians(theta, u)
         if isinstance(self.set, Permutahedron) and self.geometry == "euclidean":
             return permutahedron_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
         return self.difference_jacobians(theta, u)
+
+    def diagonal_jacobians(
+        self, theta: NDArray[np.float64], u: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The diagonal Jacobians ``(n, p)`` of a separable projection (box, orthant,
+        reals: one coordinate at a time), from forward and backward differences of all
+        coordinates at once, the larger of the two (the curved side at a kink)."""
+        h = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.abs(theta).max()))
+        forward = (self.project(theta + h) - u) / h
+        backward = (u - self.project(theta - h)) / h
+        d = np.maximum(forward, backward)
+        return np.where(d > 1e-6, d, 0.0)
 
     def difference_jacobians(self, theta: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray:
         """``J[i] ~ dP(theta_i)``, ``(n, p, p)``: per direction ``a`` the forward or the
@@ -210,12 +242,15 @@ class _BasisProblem:
 
     def hvp(self, J: NDArray, D: NDArray[np.float64]) -> NDArray[np.float64]:
         n = self.Gt.shape[0]
-        T = np.einsum("iab,ib->ia", J, self.Gt @ D.T)
+        T = self.Gt @ D.T
+        T = J * T if J.ndim == 2 else np.einsum("iab,ib->ia", J, T)
         return T.T @ self.Gt / n + self.alpha * (D * self.pen)
 
     def preconditioner(self, J: NDArray) -> Precond:
         """The cheapest exact inverse of ``H`` that is accurate here (dense Cholesky or
         the SVD of the Jacobians' rows, by their flop counts), else the block diagonal."""
+        if J.ndim == 2:
+            return self.output_preconditioner(J)
         n, p, _ = J.shape
         m = self.Gt.shape[1]
         rank = int(np.sum(np.linalg.eigvalsh(J) > 1e-6))
@@ -227,6 +262,23 @@ class _BasisProblem:
             if precond is not None:
                 return precond
         return self.spectral_preconditioner(J) or self.block_preconditioner(J)
+
+    def output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
+        r"""The exact inverse of ``H`` for diagonal Jacobians: ``H`` is then block
+        diagonal over the outputs, :math:`H_a = \frac1n \tilde G^\top \mathrm{diag}(J_{:a})
+        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output."""
+        n, p = J.shape
+        Gt = self.Gt
+        inverses = []
+        for a in range(p):
+            M = Gt.T @ (J[:, a, None] * Gt) / n
+            M[np.diag_indices_from(M)] += self.alpha * self.pen
+            w, E = np.linalg.eigh(M)
+            top = max(float(w.max()), 1e-300)
+            inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+            inverses.append((E * inv) @ E.T)
+        Minv = np.stack(inverses)  # (p, m, m)
+        return lambda R: np.einsum("ajk,ak->aj", Minv, R)
 
     def block_preconditioner(self, J: NDArray) -> Precond:
         """The inverse of the block diagonal of ``H`` (one ``p x p`` block per feature)."""

@@ -35,7 +35,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
-from ._newton import newton_fit
+from ._newton import affordable, newton_fit
 
 T = TypeVar("T")
 
@@ -175,9 +175,10 @@ def fit_projection_model(
     ``max_iter`` (``python -m benchmarks.solver``, benchmarks/RESULTS.md).
 
     ``newton_fallback``: when L-BFGS stops before its tolerance (``max_iter``, or a line
-    search that fails), continue from its point with the Newton method (for ``alpha > 0``
-    and features of at most :data:`MAX_DENSE` entries, which it densifies); ``n_iter`` then
-    counts both. A fit that L-BFGS brings to its tolerance is unchanged, to the last bit.
+    search that fails), continue from its point with the Newton method (for ``alpha > 0``,
+    features of at most :data:`MAX_DENSE` entries, which it densifies, and a set for which
+    it is cheap, :func:`._newton.affordable`); ``n_iter`` then counts both. A fit that
+    L-BFGS brings to its tolerance is unchanged, to the last bit.
 
     The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
     on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
@@ -257,7 +258,13 @@ def fit_projection_model(
         res.success = bool(res.status == 0)
         res.x = res.x.reshape(p, dt) @ P if precondition else res.x.reshape(p, dt)
         name = "L-BFGS"
-        if not res.success and newton_fallback and alpha > 0 and n * d <= MAX_DENSE:
+        if (
+            not res.success
+            and newton_fallback
+            and alpha > 0
+            and n * d <= MAX_DENSE
+            and affordable(projection_set, p)
+        ):
             polish = newton(res.x)
             polish.nit += res.nit
             polish.message = f"L-BFGS: {res.message}; then Newton-CG: {polish.message}"
