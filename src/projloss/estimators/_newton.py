@@ -515,8 +515,15 @@ def newton_fit(
         step, f_new, g_new, theta_new, u_new = _line_search(problem, X, D, slope)
         nit += 1
         if step == 0.0:
-            message = f"no step along the Newton direction (max |grad| {gmax:.3g})"
-            break
+            # the directional derivative is lost in rounding (a tiny last step, whose
+            # slope g^T D ~ |g|^2 / curvature is below the rounding of <grad, D>): the
+            # full step if it decreases the norm of the gradient (the merit function of
+            # the Newton method for the equation grad F = 0)
+            step = 1.0
+            f_new, g_new, theta_new, u_new = problem.value_and_gradient(X + D)
+            if not float(np.linalg.norm(g_new)) < gnorm:
+                message = f"no step along the Newton direction (max |grad| {gmax:.3g})"
+                break
         X, f, g, theta, u = X + step * D, f_new, g_new, theta_new, u_new
     B = X[:, : basis.Q.shape[1]] @ basis.Q.T
     if free_intercept:
