@@ -26,6 +26,7 @@ SECTION_MODULES = (
     "benchmarks.isotonic",
     "benchmarks.birkhoff",
     "benchmarks.fits",
+    "benchmarks.scaling",
     "benchmarks.table1",
     "benchmarks.repro",
     "benchmarks.launchers",
