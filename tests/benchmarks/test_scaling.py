@@ -81,3 +81,11 @@ def test_a_case_in_a_fresh_process() -> None:
     assert out["peak_reset"] is True and 0 < out["n_iter"] <= 5
     bad = scaling.measure({"case": "no-such-case"})
     assert "KeyError" in bad["error"]
+
+
+def test_replay_answers_from_a_saved_run() -> None:
+    a = {"case": "sparse", "n": 100, "density": 0.1, "seconds": 1.0}
+    b = {"case": "sparse", "n": 100, "density": 0.2, "seconds": 2.0}
+    lookup = scaling.replayed({"scaling/sparse": [a], "scaling/other": [b], "x": None})
+    assert lookup({"case": "sparse", "n": 100, "density": 0.2, "overrides": []}) is b
+    assert "error" in lookup({"case": "sparse", "n": 7, "density": 0.2})
