@@ -98,6 +98,7 @@ QUICK = Plan(
     birkhoff_k=(3, 5),
     ordinal_splits=2,
     acceptance=False,
+    overrides=("lambdas.num=3", "model.max_iter=50"),  # a smoke test, not a figure
 )
 
 
@@ -570,7 +571,10 @@ def run(ctx: Context) -> SectionResult:
     if ctx.quick:
         with tempfile.TemporaryDirectory() as tmp:
             md, checks, data = run_plan(QUICK, ctx, figures=Path(tmp))
-        md += "\n\n(`--quick`: small sizes, figures not kept, acceptance cases not measured.)"
+        md += (
+            "\n\n(`--quick`: small sizes, 3 lambdas, at most 50 iterations per fit; figures "
+            "not kept, acceptance cases not measured.)"
+        )
     else:
         md, checks, data = run_plan(FULL, ctx)
     return SectionResult(md, checks, data)
