@@ -660,8 +660,18 @@ class MLflowTracker(Tracker):
             self._mlflow.log_params({k: str(v) for k, v in params.items()})
 
     def log_input(self, dataset: Any, tags: Mapping[str, str] | None = None) -> None:
+        """``mlflow.log_input``. MLflow's store inserts a dataset it did not find, so two jobs
+        logging the same dataset (experiment, name, digest) at once can both insert it and
+        the second gets a unique-key error (PostgreSQL ``dataset_pk``): then the dataset
+        exists, and the call is retried once (it only links it to the run)."""
         with self._store(f"logging the dataset of run {self.run_id}"):
-            self._mlflow.log_input(dataset, tags=dict(tags or {}))
+            try:
+                self._mlflow.log_input(dataset, tags=dict(tags or {}))
+            except Exception as exc:
+                text = str(exc).lower()
+                if "duplicate key" not in text and "unique constraint" not in text:
+                    raise
+                self._mlflow.log_input(dataset, tags=dict(tags or {}))
 
     def log_model(
         self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
