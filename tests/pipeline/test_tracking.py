@@ -20,7 +20,6 @@ from pipeline.runs.tracking import (
     make_tracker,
     probe,
     resolve_uri,
-    run_params,
 )
 
 from .conftest import ROOT
@@ -92,22 +91,6 @@ def test_disabled_tracking_is_a_no_op() -> None:
         assert tracker.child_run("c", {"lambda": 1}, {"m": 1.0}) is None
     with pytest.raises(ValueError, match="unknown tracking setting"):
         TrackingSettings.from_config({"urii": "x"})
-
-
-def test_run_params() -> None:
-    cfg = {
-        "set": {"name": "knapsack", "params": {"lower": 0, "upper": "auto"}},
-        "dataset": {"name": "birds", "files": [{"name": "a"}], "paper": {"train": 1}},
-        "experiments": {"x": {}},
-        "task": {"datasets": ["a", "b"], "target_loss": None},
-        "long": "x" * 1000,
-    }
-    params = run_params(cfg)
-    assert params["set.name"] == "knapsack" and params["set.params.upper"] == "auto"
-    assert params["task.datasets"] == "['a', 'b']" and params["task.target_loss"] == "null"
-    assert params["dataset.name"] == "birds"
-    assert not [k for k in params if k.startswith(("experiments", "dataset.files", "dataset.p"))]
-    assert len(params["long"]) == 500 and params["long"].endswith("...")
 
 
 def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog) -> None:

@@ -51,7 +51,6 @@ from typing import Any
 from ..config.settings import TrackingSettings
 from ..errors import TrackingError
 from ..paths import project_root, resolve
-from ..plain import to_plain
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +58,8 @@ DEFAULT_DB = "mlflow.db"
 DEFAULT_ARTIFACTS = "mlartifacts"
 #: seconds a SQLite connection waits for another process's write lock
 SQLITE_TIMEOUT = 60
-#: MLflow parameter values longer than this are truncated (MLflow's limit is 6000)
-MAX_PARAM = 500
 #: parent-run tags copied to the child runs (so the UI can filter the children too)
 CHILD_TAGS = ("task", "dataset", "set", "geometry", "decoder", "model", "composition", "group")
-#: config keys that are not settings of a run (the DVC experiment list, registry files)
-PARAM_EXCLUDE = ("experiments", "hydra", "dataset.files", "dataset.paper")
 
 
 def resolve_uri(uri: str | None = None) -> str:
@@ -277,29 +272,6 @@ def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
     return TrackingError(
         f"tracking store {_hide_password(uri)} failed while {doing}: {cause}; {remedy}"
     )
-
-
-def flatten(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists stay values."""
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
-def run_params(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """Every config value of a run as flat MLflow params (long values truncated)."""
-    out = {}
-    for key, value in flatten(to_plain(cfg)).items():
-        if any(key == p or key.startswith(p + ".") for p in PARAM_EXCLUDE):
-            continue
-        text = "null" if value is None else str(value)
-        out[key] = text if len(text) <= MAX_PARAM else text[: MAX_PARAM - 3] + "..."
-    return out
 
 
 class Tracker:
