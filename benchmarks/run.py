@@ -9,9 +9,14 @@ Usage (from the repository root, projloss importable, e.g. ``make bench``)::
     python -m benchmarks --compare out.json   # add "before" columns from a saved run
     python -m benchmarks --list               # the registered sections
 
+    python -m benchmarks --sections repro,fits --update benchmarks/history/run.json
+
 A partial run (``--sections`` or ``--sets``) prints its Markdown instead of overwriting
-RESULTS.md, unless ``--output`` is given. The acceptance checks of issue 7 are printed as
-PASS/FAIL lines at the end and summarized at the top of the Markdown.
+RESULTS.md, unless ``--output`` is given. ``--update RECORD.json`` re-runs the chosen
+sections and renders RESULTS.md from RECORD's other sections and the new ones (each
+section keeps the commit, date and load it was measured at; the record is rewritten with
+the new sections). The acceptance checks (issues 7 and 14) are printed as PASS/FAIL lines
+at the end and summarized at the top of the Markdown.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--output", type=Path, help=f"Markdown output (default {DEFAULT_OUTPUT})")
     p.add_argument("--json", type=Path, help="also write the raw figures to this JSON file")
     p.add_argument("--compare", type=Path, help="JSON of an earlier run: adds 'before' columns")
+    p.add_argument(
+        "--update",
+        type=Path,
+        metavar="RECORD",
+        help="JSON record of a full run (--json): re-run --sections, keep its other sections, "
+        "write RESULTS.md and RECORD",
+    )
     p.add_argument(
         "--max-load",
         type=float,
@@ -106,6 +118,14 @@ def _main(args: argparse.Namespace) -> int:
             print(f"unknown sections {unknown}; valid: {sorted(SECTIONS)}", file=sys.stderr)
             return 2
         sections = [s for s in sections if s.name in wanted]
+    base = None
+    if args.update:
+        if not args.sections:
+            print("error: --update needs --sections (the sections to re-run)", file=sys.stderr)
+            return 2
+        base = _read_record(args.update)
+        if base is None:
+            return 2
     before = {}
     if args.compare:
         before = json.loads(args.compare.read_text())["data"]
@@ -141,30 +161,99 @@ def _main(args: argparse.Namespace) -> int:
     total = time.perf_counter() - t_start
     load_end = os.getloadavg()
 
-    checks = [c for _, r, *_ in results for c in r.checks]
-    md = _markdown(info, load_start, load_end, total, results, checks)
-    partial = bool(args.sections or args.sets)
+    record = {
+        "machine": info,
+        "load": [list(load_start), list(load_end)],
+        "seconds": total,
+        "sections": [_section_record(s, r, l0, l1, dt, info) for s, r, l0, l1, dt in results],
+    }
+    if base is not None:
+        record = _merge(base, record, order={s.name: s.order for s in _load_sections()})
+    record["data"] = {k: v for sec in record["sections"] for k, v in sec["data"].items()}
+    record["checks"] = [c for sec in record["sections"] for c in sec["checks"]]
+    checks = [Check(**c) for c in record["checks"]]
+    md = _markdown(record)
+    partial = bool(args.sections or args.sets) and base is None
     out = args.output or (None if partial else DEFAULT_OUTPUT)
     if out is None:
         print(md)
     else:
-        out.write_text(md)
+        _write(out, md)
         print(f"wrote {out}")
-    if args.json:
-        data = {k: v for _, r, *_ in results for k, v in r.data.items()}
-        args.json.write_text(
-            json.dumps(
-                {"machine": info, "data": data, "checks": [c.__dict__ for c in checks]}, indent=1
-            )
-        )
-        print(f"wrote {args.json}")
-    print("\nAcceptance checks (issue 7):")
+    json_out = args.json or args.update
+    if json_out:
+        _write(json_out, json.dumps(record, indent=1))
+        print(f"wrote {json_out}")
+    print("\nAcceptance checks (issues 7 and 14):")
     for c in checks:
         print("  " + c.line())
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
-def _markdown(info, load_start, load_end, total, results, checks: list[Check]) -> str:
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a partial file never replaces a good one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _section_record(s, res: SectionResult, l0: float, l1: float, dt: float, info) -> dict:
+    return {
+        "name": s.name,
+        "title": s.title,
+        "markdown": res.markdown,
+        "checks": [c.__dict__ for c in res.checks],
+        "data": res.data,
+        "load": [l0, l1],
+        "seconds": dt,
+        "date": info["date"],
+        "commit": info["commit"],
+    }
+
+
+def _read_record(path: Path) -> dict | None:
+    """The full-run record ``--update`` builds on, or None after a one-line error."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(
+            f"error: cannot read the benchmark record {path} ({exc}); give the --json "
+            "file of a full run (make bench BENCH_ARGS='--json FILE')",
+            file=sys.stderr,
+        )
+        return None
+    if not isinstance(record, dict) or "sections" not in record:
+        print(
+            f"error: {path} has no per-section record (written before --update existed); "
+            "run the full suite once with --json FILE",
+            file=sys.stderr,
+        )
+        return None
+    return record
+
+
+def _merge(base: dict, new: dict, order: dict[str, int]) -> dict:
+    """``base``'s sections with those of ``new`` in their place (registry order)."""
+    fresh = {sec["name"]: sec for sec in new["sections"]}
+    kept = [sec for sec in base["sections"] if sec["name"] not in fresh]
+    sections = sorted([*kept, *fresh.values()], key=lambda sec: order.get(sec["name"], 99))
+    updates = [
+        *base.get("updates", []),
+        {
+            "date": new["machine"]["date"],
+            "commit": new["machine"]["commit"],
+            "command": new["machine"]["command"],
+            "sections": sorted(fresh),
+        },
+    ]
+    return {**base, "sections": sections, "updates": updates}
+
+
+def _markdown(record: dict) -> str:
+    info = record["machine"]
+    load_start, load_end = record["load"]
+    total = record["seconds"]
+    checks = [Check(**c) for c in record["checks"]]
     v = info["versions"]
     lines = [
         "# projloss benchmarks",
@@ -184,9 +273,15 @@ def _markdown(info, load_start, load_end, total, results, checks: list[Check]) -
     ]
     if "compare" in info:
         lines.append(f"- *before* columns: `{info['compare']}`")
+    for up in record.get("updates", []):
+        lines.append(
+            f"- updated {up['date']}: sections {', '.join(f'`{n}`' for n in up['sections'])} "
+            f"re-run at commit {up['commit']} (`{up['command']}`); each section's line gives "
+            "the commit, date and load it was measured at"
+        )
     lines += [
         "",
-        "## Acceptance checks (issue 7)",
+        "## Acceptance checks (issues 7 and 14)",
         "",
         table(
             ["status", "check", "measured", "goal"],
@@ -202,14 +297,16 @@ def _markdown(info, load_start, load_end, total, results, checks: list[Check]) -
             "llrr",
         ),
     ]
-    for s, res, l0, l1, dt in results:
+    for sec in record["sections"]:
+        l0, l1 = sec["load"]
         lines += [
             "",
-            f"## {s.title}",
+            f"## {sec['title']}",
             "",
-            f"*Section `{s.name}`: {dt:.0f} s, load average {l0:.2f} -> {l1:.2f}.*",
+            f"*Section `{sec['name']}`: {sec['seconds']:.0f} s, load average {l0:.2f} -> "
+            f"{l1:.2f}; commit {sec['commit']}, {sec['date']}.*",
             "",
-            res.markdown,
+            sec["markdown"],
         ]
     return "\n".join(lines) + "\n"
 
