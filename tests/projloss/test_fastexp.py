@@ -187,7 +187,7 @@ def test_fused_kl_newton_matches_the_batched_newton(scale):
     thetaT = np.ascontiguousarray(np.swapaxes(theta, 1, 2))
     alpha0 = rng.standard_normal((60, 7))
     PT0, a0, v0, it0 = _newton(_oracle_kl, _hessian_kl, thetaT, alpha0, 1e-10, 60)
-    PT, a, v, it = _newton_kl(_oracle_kl, _hessian_kl, thetaT, alpha0, 1e-10, 60)
+    PT, a, v, it = _newton_kl(thetaT, alpha0, 1e-10, 60)
     np.testing.assert_allclose(PT, PT0, rtol=0, atol=1e-12)
     if scale <= 2.0:  # (peaked plans: the multipliers of near-zero entries are loose)
         center = lambda x: x - x.mean(axis=1, keepdims=True)  # noqa: E731 (up to a shift)

@@ -76,6 +76,7 @@ the arithmetic (2.8x more CPU time at n = 1000, k = 11; the iterates agree to ro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -373,18 +374,12 @@ def _newton_kl_rows(thetaT, alpha, tol, max_iter, PT, viol, iters):
 
 
 def _newton_kl(
-    oracle: Oracle,
-    hessian: Callable[[Array], Array],
-    thetaT: Array,
-    alpha: Array,
-    tol: float,
-    max_iter: int,
+    thetaT: Array, alpha: Array, tol: float, max_iter: int
 ) -> tuple[Array, Array, Array, int]:
-    """:func:`_newton` for KL (``oracle`` and ``hessian`` unused), fused per sample in
-    compiled code: no whole-batch temporaries, fancy indexing or batched LAPACK calls,
-    which cost more than the arithmetic at k ~ 10. Returns ``(PT, alpha, violation,
-    n_iter)``, ``n_iter`` the largest number of iterations of a sample (the batched
-    loop's count)."""
+    """:func:`_newton` for KL, fused per sample in compiled code: no whole-batch
+    temporaries, fancy indexing or batched LAPACK calls, which cost more than the
+    arithmetic at k ~ 10. Returns ``(PT, alpha, violation, n_iter)``, ``n_iter`` the
+    largest number of iterations of a sample (the batched loop's count)."""
     thetaT = np.ascontiguousarray(thetaT)
     alpha = np.array(alpha, dtype=np.float64, order="C")
     n = len(thetaT)
@@ -394,6 +389,17 @@ def _newton_kl(
     if n:
         _newton_kl_rows(thetaT, alpha, float(tol), int(max_iter), PT, viol, iters)
     return PT, alpha, viol, int(iters.max(initial=0))
+
+
+#: ``newton(thetaT, alpha, tol, max_iter) -> (PT, alpha, violation, n_iter)``.
+Newton = Callable[[Array, Array, float, int], tuple[Array, Array, Array, int]]
+
+
+def _newton_for(geometry: str) -> Newton:
+    """The Newton solver of ``geometry``: batched (Euclidean) or fused per sample (KL)."""
+    if geometry == "kl":
+        return _newton_kl
+    return functools.partial(_newton, _oracle_euclidean, _hessian_euclidean)
 
 
 # --------------------------------------------------------------------------- driver
@@ -444,15 +450,13 @@ def _init_alpha(theta: Array, geometry: str) -> Array:
 
 
 def _cold(
-    oracle: Oracle,
-    hessian: Callable[[Array], Array],
+    newton: Newton,
     theta: Array,
     thetaT: Array,
     geometry: str,
     tol: float,
     max_iter: int,
 ) -> tuple[Array, Array, Array, int]:
-    newton = _newton_kl if geometry == "kl" else _newton
     flat = theta.reshape(len(theta), -1)
     width = flat.max(axis=1) - flat.min(axis=1)
     eps = np.maximum(1.0, width / _SMOOTH_RANGE)
@@ -463,8 +467,6 @@ def _cold(
         if act.size == 0:
             break
         _, a, _, it = newton(
-            oracle,
-            hessian,
             thetaT[act] / eps[act, None, None],
             alpha[act],
             _STAGE_TOL,
@@ -475,7 +477,7 @@ def _cold(
         # Multipliers scale like theta / eps (exactly so in the vertex regime).
         alpha[act] = a * (eps[act] / new)[:, None]
         eps[act] = new
-    PT, alpha, viol, it = newton(oracle, hessian, thetaT, alpha, tol, max_iter)
+    PT, alpha, viol, it = newton(thetaT, alpha, tol, max_iter)
     return PT, alpha, viol, n_iter + it
 
 
@@ -515,17 +517,10 @@ def solve(
                 np.concatenate([p[2].converged for p in parts]),
             ),
         )
-    oracle, hessian = (
-        (_oracle_euclidean, _hessian_euclidean)
-        if geometry == "euclidean"
-        else (_oracle_kl, _hessian_kl)
-    )
+    newton = _newton_for(geometry)
     thetaT = np.ascontiguousarray(np.swapaxes(theta, 1, 2))
     if init is not None:
-        newton = _newton_kl if geometry == "kl" else _newton
-        PT, alpha, viol, n_iter = newton(
-            oracle, hessian, thetaT, init, tol, min(_WARM_ITER, max_iter)
-        )
+        PT, alpha, viol, n_iter = newton(thetaT, init, tol, min(_WARM_ITER, max_iter))
         redo = np.flatnonzero(viol > tol)
     else:
         PT, alpha = np.empty_like(thetaT), np.empty((n, k))
@@ -533,7 +528,7 @@ def solve(
         redo = np.arange(n)
     if redo.size:
         PT[redo], alpha[redo], viol[redo], it = _cold(
-            oracle, hessian, theta[redo], thetaT[redo], geometry, tol, max_iter
+            newton, theta[redo], thetaT[redo], geometry, tol, max_iter
         )
         n_iter += it
     # Rows are what Newton controls; columns sum to one up to rounding: report both.
