@@ -9,7 +9,7 @@ Usage (from the repository root, projloss importable, e.g. ``make bench``)::
     python -m benchmarks --compare out.json   # add "before" columns from a saved run
     python -m benchmarks --list               # the registered sections
 
-    python -m benchmarks --sections repro,fits --update benchmarks/history/run.json
+    python -m benchmarks --sections repro,fits --update benchmarks/RESULTS.json
 
 A partial run (``--sections`` or ``--sets``) prints its Markdown instead of overwriting
 RESULTS.md, unless ``--output`` is given. ``--update RECORD.json`` re-runs the chosen
@@ -35,6 +35,8 @@ from .report import machine, table
 from .timing import wait_for_load
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
+#: The per-section record RESULTS.md is rendered from (``--update`` builds on it).
+DEFAULT_RECORD = DEFAULT_OUTPUT.with_suffix(".json")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -180,10 +182,12 @@ def _main(args: argparse.Namespace) -> int:
     else:
         _write(out, md)
         print(f"wrote {out}")
-    json_out = args.json or args.update
-    if json_out:
-        _write(json_out, json.dumps(record, indent=1))
-        print(f"wrote {json_out}")
+    targets = {args.json, args.update}
+    if out is not None and out.resolve() == DEFAULT_OUTPUT:
+        targets.add(DEFAULT_RECORD)  # the record RESULTS.md is rendered from
+    for path in sorted(t for t in targets if t is not None):
+        _write(path, json.dumps(record, indent=1))
+        print(f"wrote {path}")
     print("\nAcceptance checks (issues 7 and 14):")
     for c in checks:
         print("  " + c.line())
