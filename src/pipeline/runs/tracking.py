@@ -349,29 +349,47 @@ class Tracker:
 
 
 class RecordingTracker(Tracker):
-    """Records the child runs and metrics a stage core logs (plain, picklable data) so that
-    they can be logged later, by another process, with :meth:`replay`: the DVC stages fit
-    the runs of an experiment in worker processes and log them from the stage's process
-    (one writer to the tracking store)."""
+    """Records what a stage core logs (every logging method of :class:`Tracker`: child runs,
+    metrics, params, tags, artifacts, the dataset, models ...; picklable data) so that it
+    can be logged later, by another process, with :meth:`replay`: the DVC stages tune and
+    evaluate the runs of an experiment in worker processes and log them from the stage's
+    process (one writer to the tracking store). Mappings are copied when recorded.
 
-    def __init__(self) -> None:
-        super().__init__()
+    ``settings``: the tracking settings the core sees (what to log: figures, models); given,
+    the recorder is ``enabled`` as they say, so that the core logs what it would log to the
+    real tracker (the evaluate stage); else it is disabled (the tune stage's child runs and
+    metrics are recorded all the same)."""
+
+    def __init__(self, settings: TrackingSettings | None = None) -> None:
+        super().__init__(settings)
+        self.enabled = settings is not None and settings.enabled
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-
-    def child_run(
-        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
-    ) -> str | None:
-        self.calls.append(("child_run", (name, dict(params), dict(metrics)), {}))
-        return None
-
-    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        self.calls.append(("log_metrics", (dict(metrics),), {"step": step}))
 
     @staticmethod
     def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
         """Log the recorded ``calls`` to ``tracker`` (inside its active parent run)."""
         for method, args, kwargs in calls:
             getattr(tracker, method)(*args, **kwargs)
+
+
+#: the methods of :class:`Tracker` that are not logging calls (not recorded)
+_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id"})
+
+
+def _recorder(name: str) -> Any:
+    def record(self: RecordingTracker, *args: Any, **kwargs: Any) -> None:
+        args = tuple(dict(a) if isinstance(a, Mapping) else a for a in args)
+        kwargs = {k: dict(v) if isinstance(v, Mapping) else v for k, v in kwargs.items()}
+        self.calls.append((name, args, kwargs))
+
+    record.__name__ = record.__qualname__ = name
+    record.__doc__ = f"Record a :meth:`Tracker.{name}` call (for :meth:`replay`)."
+    return record
+
+
+for _name, _method in list(vars(Tracker).items()):
+    if callable(_method) and not _name.startswith("_") and _name not in _NOT_RECORDED:
+        setattr(RecordingTracker, _name, _recorder(_name))
 
 
 class MLflowTracker(Tracker):
