@@ -265,10 +265,12 @@ def _log_tuned_splits(tuned: Mapping[str, Any], tracker: Any) -> dict[str, Any]:
     """Log a split sweep's tuning to its parent run: the chosen lambda and validation
     value of each split as metric steps (no child run per lambda: thirty splits would
     make thousands); the JSON keeps every validation curve."""
+    steps = []
     for split, t in tuned.items():
         step = {f"val.{m}": sel["value"] for m, sel in t["selected"].items()}
         step.update({f"lambda.{m}": sel["lambda"] for m, sel in t["selected"].items()})
-        tracker.log_metrics({k: v for k, v in step.items() if v is not None}, step=int(split))
+        steps.append(({k: v for k, v in step.items() if v is not None}, int(split)))
+    tracker.log_batch(steps)  # one write, not one per split
     return {"splits": dict(tuned), "seconds": sum(t["seconds"] for t in tuned.values())}
 
 
@@ -411,11 +413,11 @@ def _log_evaluated_splits(
     from .fileio import write_json
     from .runs.mlflow_view import lambda_params
 
-    tracker.log_params(lambda_params(entry["tune"]))
+    steps = []
     for split, res in per_split.items():
         step = {f"test.{m}.split": v for m, v in res["headline"].items()}
         step.update({f"lambda.{m}.split": v for m, v in res["lambda"].items() if v is not None})
-        tracker.log_metrics(step, step=int(split))
+        steps.append((step, int(split)))
     first = next(iter(per_split.values()))
     values = {
         m: np.array([r["headline"][m] for r in per_split.values()]) for m in first["headline"]
@@ -425,7 +427,8 @@ def _log_evaluated_splits(
     summary = {f"test.{m}": v for m, v in mean.items()}
     summary.update({f"test.{m}.std": v for m, v in std.items()})
     summary["n_splits"] = float(len(per_split))
-    tracker.log_metrics(summary)
+    # one write, not one per split
+    tracker.log_batch([*steps, (summary, None)], params=lambda_params(entry["tune"]))
     result = {
         "headline": mean,
         "std": std,
