@@ -443,6 +443,43 @@ def _log_evaluated_splits(
     return result
 
 
+#: glibc ``mallopt`` parameters (malloc.h) and the values the stages set
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_SETTINGS = {
+    M_MMAP_THRESHOLD: 32 * 2**20,
+    M_TRIM_THRESHOLD: 512 * 2**20,
+    M_TOP_PAD: 16 * 2**20,
+}
+
+
+def keep_freed_memory() -> bool:
+    """Let this process (and the workers it forks) reuse the memory it frees instead of
+    giving it back to the system at once (glibc ``mallopt``; other C libraries: nothing
+    to do, False).
+
+    By default glibc serves every allocation above 128 KiB-32 MiB (an adaptive threshold)
+    with its own ``mmap`` and unmaps it on ``free``, and trims the heap above 128 KiB of free
+    space: a solver's loop that allocates and frees arrays of a few MiB on every iteration
+    (the multilabel fits on tmc2007: 20k x 22 float64 temporaries) gets fresh pages from the
+    kernel each time, zeroed, one page fault per 4 KiB. Measured on one tmc2007 fit: 3.1 s
+    of system time for 3.6 s of user time, 2.0 million page faults; with these settings
+    0.01 s and 61 thousand. Allocations up to 32 MiB come from the heap, which keeps up to
+    512 MiB of free space (the peak memory is unchanged: freed blocks are reused). The
+    arithmetic is the same, so are the results."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # noqa: B018 -- glibc only (musl has no tunable mallopt)
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return all(mallopt(param, value) == 1 for param, value in MALLOC_SETTINGS.items())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.stage", description="Run one DVC stage from params.yaml."
@@ -464,6 +501,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if argv is None:  # the command line (not an in-process call)
         die_with_parent()  # a stage never outlives its dvc process
+        keep_freed_memory()  # this process and its forked workers
     name = f"stage {args.stage}" + (f"@{args.experiment}" if args.experiment else "")
     with command(name), threadpool_limits(limits=1, user_api="blas"):
         _run_stage(args)
