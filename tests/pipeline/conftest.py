@@ -204,3 +204,9 @@ class RecordingTracker:
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         pass
+
+    def log_batch(self, steps: Any = (), params: Any = None, tags: Any = None) -> None:
+        for metrics, step in steps:
+            self.log_metrics(metrics, step=step)
+        self.params.update(params or {})
+        self.tags.update(tags or {})

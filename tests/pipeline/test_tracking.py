@@ -129,3 +129,61 @@ def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog) -> None:
         assert other != run_id
     assert "not found" in caplog.text
     assert mlflow.active_run() is None
+
+
+def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> None:
+    """A recorded run (a dozen metric, param and tag calls: the evaluate stage's) replayed
+    into MLflow gives the run the separate calls give -- every metric step of the
+    validation curve, the params, the tags; non-finite values skipped, the last value of a
+    metric logged twice at a step its latest -- in one ``log_batch`` instead of one write per
+    call."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.runs.tracking import RecordingTracker
+
+    rec = RecordingTracker()
+    rec.log_metrics({"test.mae": 0.25, "bad": float("inf")})
+    rec.log_params({"lambda.mae": "0.1"})
+    for step in range(12):
+        rec.log_metrics({"val.mae": 1.0 / (step + 1), "lambda": 10.0**-step}, step=step)
+    rec.set_tags({"structure": "ok"})
+    rec.log_metrics({"val.mae": 0.5}, step=3)  # again at step 3: the last value counts
+    rec.set_tags({"mlflow.note.content": "a note", "structure": "flagged"})
+    rec.log_batch([({"split.x": 2.0}, 7)], params={"n": 3}, tags={"t": "1"})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri))
+    writes: list[str] = []
+    client_log_batch = tracker.client.log_batch
+
+    def counted(*args, **kwargs):
+        writes.append("log_batch")
+        return client_log_batch(*args, **kwargs)
+
+    tracker.client.log_batch = counted
+    with tracker.parent_run(task="ordinal", name="batched") as batched:
+        RecordingTracker.replay(rec.calls, tracker)
+    assert writes == ["log_batch"]
+    tracker.client.log_batch = client_log_batch
+    with tracker.parent_run(task="ordinal", name="one by one") as separate:
+        for method, args, kwargs in rec.calls:  # call by call (log_batch: the base's)
+            owner = Tracker if method == "log_batch" else MLflowTracker
+            getattr(owner, method)(tracker, *args, **kwargs)
+    client = MlflowClient(uri)
+    runs = [client.get_run(r) for r in (batched, separate)]
+    assert runs[0].data.metrics == runs[1].data.metrics
+    assert runs[0].data.params == runs[1].data.params == {"lambda.mae": "0.1", "n": "3"}
+    user_tags = [
+        {k: v for k, v in r.data.tags.items() if k != "mlflow.runName"} for r in runs
+    ]
+    assert user_tags[0] == user_tags[1] and user_tags[0]["structure"] == "flagged"
+    assert user_tags[0]["mlflow.note.content"] == "a note"
+    assert "bad" not in runs[0].data.metrics
+    for key in ("val.mae", "lambda", "split.x"):
+        history = [
+            sorted((m.step, m.value) for m in client.get_metric_history(r, key))
+            for r in (batched, separate)
+        ]
+        assert history[0] == history[1], key
+    curve = sorted((m.step, m.value) for m in client.get_metric_history(batched, "val.mae"))
+    assert len(curve) == 13 and (3, 0.25) in curve and (3, 0.5) in curve
+    assert runs[0].data.metrics["val.mae"] == 1.0 / 12  # the latest: step 11

@@ -378,3 +378,42 @@ def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> No
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+@pytest.mark.slow
+def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) -> None:
+    """The tune stage starts its workers before it opens the tracking store: an unusable
+    store is one error line at once, the workers stopped with their tasks (a long grid:
+    minutes of fits nobody would use), nothing written."""
+    import time
+
+    import yaml
+
+    from ._run_fixtures import free_port
+
+    (tmp_path / "project").mkdir()
+    root = _stage_project(tmp_path / "project", iris)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["experiments"]["smoke-birkhoff"]["runs"]["reals-birkhoff"] = [
+        "set=reals",
+        "decoder=birkhoff",
+    ]
+    params["n_jobs"] = 2
+    params["lambdas"]["num"] = 20000
+    uri = f"http://127.0.0.1:{free_port()}"
+    params["tracking"].update(uri=uri, probe_timeout=1)
+    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.stage", "tune", "smoke-birkhoff"],
+        cwd=root,
+        env=env(PROJLOSS_ROOT=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seconds = time.monotonic() - start
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{uri} is unreachable" in one_error_line(done.stdout + done.stderr)
+    assert seconds < 90, f"the stage waited for its workers ({seconds:.0f} s)"
+    assert not (root / "data" / "tuning" / "smoke-birkhoff.json").exists()

@@ -284,9 +284,6 @@ def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str
     prepared variant, e.g. ``iris`` or ``ERA+split3``), digest (:func:`raw_digest`),
     source (:func:`_source_url`), profile (split sizes, features, raw files' sha256);
     the ``mlflow.data.context`` tag gives the split sizes (shown in the runs table)."""
-    from mlflow.data.http_dataset_source import HTTPDatasetSource
-    from mlflow.data.meta_dataset import MetaDataset
-
     from ..config.settings import data_settings
     from ..data.registry import get_spec
 
@@ -302,22 +299,36 @@ def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str
         "variant": getattr(data, "variant", spec.name),
     }
 
+    url = _source_url(spec, settings.raw_dir)
+    dataset = profiled_dataset(url, profile, raw_digest(raw_files))
+    context = "train/val/test " + "/".join(str(sizes[s]) for s in ("train", "val", "test"))
+    return dataset, {"mlflow.data.context": context}
+
+
+def profiled_dataset(url: str, profile: Mapping[str, Any], digest: str) -> Any:
+    """An MLflow ``MetaDataset`` named ``profile["variant"]`` with source ``url``, ``digest``
+    and ``profile`` (shown on the run page). It pickles as this call, so that a worker
+    process can record it for the stage's process to log
+    (:class:`pipeline.runs.tracking.RecordingTracker`)."""
+    from mlflow.data.http_dataset_source import HTTPDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+
+    shown = dict(profile)
+
     class _Dataset(MetaDataset):
         @property
         def profile(self) -> Any:
-            return profile
+            return shown
 
         def to_dict(self) -> dict[str, str]:
             out = super().to_dict()
-            out["profile"] = json.dumps(profile)
+            out["profile"] = json.dumps(shown)
             return out
 
-    url = _source_url(spec, settings.raw_dir)
-    dataset = _Dataset(
-        HTTPDatasetSource(url), name=profile["variant"], digest=raw_digest(raw_files)
-    )
-    context = "train/val/test " + "/".join(str(sizes[s]) for s in ("train", "val", "test"))
-    return dataset, {"mlflow.data.context": context}
+        def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+            return profiled_dataset, (url, shown, digest)
+
+    return _Dataset(HTTPDatasetSource(url), name=shown["variant"], digest=digest)
 
 
 def _rows(X: Any) -> int:

@@ -5,19 +5,21 @@ splits).
 The tasks call the same cores as one run (:mod:`pipeline.runs`), with its typed config
 (:class:`~pipeline.config.run.RunConfig`); a split sweep runs them once per split with
 ``data.ordinal_split`` set to the split (:meth:`~pipeline.config.run.RunConfig.for_split`).
-The tasks are independent, so each stage runs them as joblib tasks (``n_jobs`` of
-params.yaml; -1: every core; 1: in the stage's process), each process loading the
-prepared data it needs once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the
-tracking: a run's MLflow logging is recorded in its task and replayed by the stage
-(:func:`tune_recorded_task`); a split sweep is one MLflow parent run per composition and
-dataset with the per-split values as metric steps, one models directory per split, one
-``results.json`` per run.
+The tasks are independent, so each stage runs them in worker processes (``n_jobs`` of
+params.yaml; -1: every core; 1: in the stage's process): locally processes forked from the
+stage's (:func:`pool`, no second round of imports), on a Ray cluster joblib tasks there
+(:mod:`pipeline.cluster.joblib_backend`); each process loads the prepared data it needs
+once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the tracking: a run's MLflow
+logging is recorded in its task and replayed by the stage (:func:`tune_recorded_task`,
+:func:`evaluate_recorded_task`: one writer to the store); a split sweep is one MLflow
+parent run per composition and dataset with the per-split values as metric steps, one
+models directory per split, one ``results.json`` per run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,18 +89,174 @@ def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> 
     return result
 
 
-def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> list[Any]:
-    """``fn(*task)`` for every task, in order; with joblib processes when ``n_jobs != 1``
-    (-1: every core; on a Ray cluster, see :mod:`pipeline.cluster.joblib_backend`). Each
-    worker fits with one BLAS thread (the solver's own limit)."""
+def evaluate_recorded_task(
+    run: RunConfig,
+    tuned: Mapping[str, Any],
+    models_dir: Path,
+    out_dir: Path,
+    record: Mapping[str, Any],
+    settings: Any,
+) -> tuple[dict[str, Any], list]:
+    """Evaluate one run (its saved models on its test split), writing its files to
+    ``out_dir`` and recording what it logs with the tracking ``settings`` (the stage replays
+    it into the run's MLflow parent run: metrics, tags, the files, the dataset, the models;
+    see :class:`pipeline.runs.tracking.RecordingTracker`)."""
+    from . import evaluate as core
+    from . import refit as refit_core
+    from .tracking import RecordingTracker
+
+    recorder = RecordingTracker(settings)
+    result = core.run(
+        run,
+        load(run.config),
+        tuned,
+        refit_core.load(models_dir),
+        recorder,
+        out_dir=out_dir,
+        record=record,
+    )
+    return result, recorder.calls
+
+
+def iter_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> Iterator[Any]:
+    """``fn(*task)`` for every task, yielded in order.
+
+    With ``n_jobs != 1`` worker processes (-1: every core) start on the tasks at once,
+    before the first result is asked for, and go on with the next tasks while the caller
+    handles a result: the stages open the tracking store and log each run from their own
+    process while the workers compute. Locally they are forked from this process
+    (:func:`pool`: no imports to pay again); on a Ray cluster (``$PROJLOSS_RAY_ADDRESS``,
+    :mod:`pipeline.cluster.joblib_backend`) they are joblib's tasks there, all results at
+    once. With ``n_jobs == 1`` each task runs when its result is asked for. Each worker
+    fits with one BLAS thread (the solver's own limit, and the stage's)."""
     if n_jobs == 1 or len(tasks) < 2:
-        return [fn(*t) for t in tasks]
-    from joblib import Parallel, delayed
+        return (fn(*t) for t in tasks)
+    from ..cluster.joblib_backend import ray_address
 
-    from ..cluster.joblib_backend import backend
+    if ray_address() is not None:
+        from joblib import Parallel, delayed
 
-    with backend():  # a Ray cluster when $PROJLOSS_RAY_ADDRESS is set, else local processes
-        return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))
+        from ..cluster.joblib_backend import backend
+
+        with backend():
+            return iter(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))
+    executor = pool(n_jobs)
+    return _in_order(executor, [executor.submit(fn, *t) for t in tasks])
+
+
+#: the worker processes of this process (:func:`pool`), and how many
+_POOL: Any = None
+_POOL_SIZE = 0
+
+
+def pool(n_jobs: int) -> Any:
+    """This process's worker processes (``n_jobs``: -1 every core, -2 all but one, ...),
+    created at the first call and reused by the next ones (a stage runs its tasks in a
+    few batches).
+
+    The workers are **forked** from this process when the pool is created: they start in
+    milliseconds with everything it imported (numpy, scikit-learn, projloss, the
+    pipeline: seconds of imports per process otherwise, paid by every stage, twice on
+    two cores). The stages create it before they open the tracking store, so no worker
+    holds a database connection. A worker dies with this process (SIGTERM when it is
+    gone) and takes the default signal handlers (the stage's own ones end its MLflow
+    runs)."""
+    global _POOL, _POOL_SIZE
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from joblib import effective_n_jobs
+
+    size = max(1, int(effective_n_jobs(n_jobs)))
+    if _POOL is not None and _POOL_SIZE != size:
+        _discard_pool()
+    if _POOL is None:
+        from . import evaluate, refit, tune  # noqa: F401 -- the tasks' modules, imported once
+
+        _POOL = ProcessPoolExecutor(
+            max_workers=size,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_init,
+        )
+        _POOL_SIZE = size
+    return _POOL
+
+
+def _worker_init() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the stage stops its workers
+    from ..lifecycle import die_with_parent
+
+    die_with_parent()
+
+
+def stop_workers() -> None:
+    """Stop this process's workers now, their pending tasks cancelled (a stage whose
+    tracking store fails after it started its tasks: nobody will use their results)."""
+    _discard_pool()
+
+
+def _discard_pool() -> None:
+    """Stop the workers now (pending tasks cancelled, running ones killed)."""
+    global _POOL, _POOL_SIZE
+    executor, _POOL, _POOL_SIZE = _POOL, None, 0
+    if executor is None:
+        return
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=10)
+
+
+def _in_order(executor: Any, futures: list[Any]) -> Iterator[Any]:
+    """The futures' results in order; on an error, an interrupt or when the caller stops
+    early, the other tasks are cancelled and the workers stopped (a stage never waits for
+    work nobody will use)."""
+    try:
+        for future in futures:
+            yield future.result()
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        _discard_pool()
+        raise
+
+
+def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> list[Any]:
+    """``fn(*task)`` for every task, in order (:func:`iter_tasks`, all at once)."""
+    return list(iter_tasks(fn, tasks, n_jobs))
+
+
+def sweep_tasks(
+    runs: Mapping[str, RunConfig],
+    make_task: Callable[[str, RunConfig, int], tuple],
+) -> tuple[list[tuple[str, int]], list[tuple]]:
+    """The (run id, split) keys and the tasks of a split sweep of ``runs`` (runs with
+    ``splits``); ``make_task(rid, run_s, split)`` builds the arguments of one task from
+    the run of that split (:meth:`RunConfig.for_split`)."""
+    keys: list[tuple[str, int]] = []
+    tasks: list[tuple] = []
+    for rid, run in runs.items():
+        for split in run.splits or ():
+            keys.append((rid, split))
+            tasks.append(make_task(rid, run.for_split(split), split))
+    return keys, tasks
+
+
+def collect(
+    runs: Mapping[str, Any], keys: Sequence[tuple[str, int]], results: Iterable[Any]
+) -> dict[str, dict[str, Any]]:
+    """The results of a split sweep's tasks (in the order of ``keys``): run id -> split (as
+    a string, the JSON key) -> result."""
+    out: dict[str, dict[str, Any]] = {rid: {} for rid in runs}
+    for (rid, split), result in zip(keys, results, strict=True):
+        out[rid][str(split)] = result
+    return out
 
 
 def sweep(
@@ -110,13 +268,5 @@ def sweep(
     """``fn`` on every (run, split) of ``runs`` (runs with ``splits``): run id -> split
     (as a string, the JSON key) -> result. ``make_task(rid, run_s, split)`` builds the
     arguments of one task from the run of that split (:meth:`RunConfig.for_split`)."""
-    keys: list[tuple[str, int]] = []
-    tasks: list[tuple] = []
-    for rid, run in runs.items():
-        for split in run.splits or ():
-            keys.append((rid, split))
-            tasks.append(make_task(rid, run.for_split(split), split))
-    out: dict[str, dict[str, Any]] = {rid: {} for rid in runs}
-    for (rid, split), result in zip(keys, run_tasks(fn, tasks, n_jobs), strict=True):
-        out[rid][str(split)] = result
-    return out
+    keys, tasks = sweep_tasks(runs, make_task)
+    return collect(runs, keys, run_tasks(fn, tasks, n_jobs))

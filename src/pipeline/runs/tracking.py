@@ -44,7 +44,7 @@ import re
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +335,22 @@ class Tracker:
     def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
         """Log a mapping as a JSON/YAML artifact."""
 
+    def log_batch(
+        self,
+        steps: Sequence[tuple[Mapping[str, float], int | None]] = (),
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """Log metrics (``steps``: (metrics, step) pairs, as :meth:`log_metrics` takes them),
+        params and tags of the active parent run at once: what separate calls log, in one
+        write where the store allows (:meth:`MLflowTracker.log_batch`)."""
+        for metrics, step in steps:
+            self.log_metrics(metrics, step=step)
+        if params:
+            self.log_params(params)
+        if tags:
+            self.set_tags(tags)
+
     def run_link(self, task: str, run_id: str | None) -> str:
         """``run <run_id>`` for a summary line, plus the run's page when a tracking server
         is used (:func:`run_url`); empty without tracking."""
@@ -349,29 +365,77 @@ class Tracker:
 
 
 class RecordingTracker(Tracker):
-    """Records the child runs and metrics a stage core logs (plain, picklable data) so that
-    they can be logged later, by another process, with :meth:`replay`: the DVC stages fit
-    the runs of an experiment in worker processes and log them from the stage's process
-    (one writer to the tracking store)."""
+    """Records what a stage core logs (every logging method of :class:`Tracker`: child runs,
+    metrics, params, tags, artifacts, the dataset, models ...; picklable data) so that it
+    can be logged later, by another process, with :meth:`replay`: the DVC stages tune and
+    evaluate the runs of an experiment in worker processes and log them from the stage's
+    process (one writer to the tracking store). Mappings are copied when recorded.
 
-    def __init__(self) -> None:
-        super().__init__()
+    ``settings``: the tracking settings the core sees (what to log: figures, models); given,
+    the recorder is ``enabled`` as they say, so that the core logs what it would log to the
+    real tracker (the evaluate stage); else it is disabled (the tune stage's child runs and
+    metrics are recorded all the same)."""
+
+    def __init__(self, settings: TrackingSettings | None = None) -> None:
+        super().__init__(settings)
+        self.enabled = settings is not None and settings.enabled
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-
-    def child_run(
-        self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
-    ) -> str | None:
-        self.calls.append(("child_run", (name, dict(params), dict(metrics)), {}))
-        return None
-
-    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        self.calls.append(("log_metrics", (dict(metrics),), {"step": step}))
 
     @staticmethod
     def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
-        """Log the recorded ``calls`` to ``tracker`` (inside its active parent run)."""
+        """Log the recorded ``calls`` to ``tracker`` (inside its active parent run), in
+        order, but the parent run's metrics, params and tags: those are gathered and logged
+        at the end in one :meth:`Tracker.log_batch` (an evaluated run logs a dozen of such
+        calls -- its test values, the validation curve step by step, the chosen lambdas,
+        tags --, each a transaction of the store otherwise). Their order does not matter
+        to MLflow: metrics keep their steps, a param is logged once, a tag is a value."""
+        steps: list[tuple[Mapping[str, float], int | None]] = []
+        params: dict[str, Any] = {}
+        tags: dict[str, str] = {}
         for method, args, kwargs in calls:
-            getattr(tracker, method)(*args, **kwargs)
+            if method == "log_metrics":
+                bound = _bind(Tracker.log_metrics, args, kwargs)
+                steps.append((bound["metrics"], bound.get("step")))
+            elif method == "log_params":
+                params.update(_bind(Tracker.log_params, args, kwargs)["params"])
+            elif method == "set_tags":
+                tags.update(_bind(Tracker.set_tags, args, kwargs)["tags"])
+            elif method == "log_batch":
+                bound = _bind(Tracker.log_batch, args, kwargs)
+                steps.extend(bound.get("steps", ()))
+                params.update(bound.get("params") or {})
+                tags.update(bound.get("tags") or {})
+            else:
+                getattr(tracker, method)(*args, **kwargs)
+        if steps or params or tags:
+            tracker.log_batch(steps, params, tags)
+
+
+def _bind(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of a recorded call of a :class:`Tracker` method, by name."""
+    import inspect
+
+    return dict(inspect.signature(method).bind(None, *args, **kwargs).arguments)
+
+
+#: the methods of :class:`Tracker` that are not logging calls (not recorded)
+_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id"})
+
+
+def _recorder(name: str) -> Any:
+    def record(self: RecordingTracker, *args: Any, **kwargs: Any) -> None:
+        args = tuple(dict(a) if isinstance(a, Mapping) else a for a in args)
+        kwargs = {k: dict(v) if isinstance(v, Mapping) else v for k, v in kwargs.items()}
+        self.calls.append((name, args, kwargs))
+
+    record.__name__ = record.__qualname__ = name
+    record.__doc__ = f"Record a :meth:`Tracker.{name}` call (for :meth:`replay`)."
+    return record
+
+
+for _name, _method in list(vars(Tracker).items()):
+    if callable(_method) and not _name.startswith("_") and _name not in _NOT_RECORDED:
+        setattr(RecordingTracker, _name, _recorder(_name))
 
 
 class MLflowTracker(Tracker):
@@ -622,6 +686,40 @@ class MLflowTracker(Tracker):
         if clean:
             with self._store(f"logging metrics to run {self.run_id}"):
                 self._mlflow.log_metrics(clean, step=step)
+
+    def log_batch(
+        self,
+        steps: Sequence[tuple[Mapping[str, float], int | None]] = (),
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """One ``MlflowClient.log_batch`` (in chunks within MLflow's limits: 1000 metrics,
+        100 params, 100 tags per call) instead of a call per :meth:`log_metrics` step,
+        :meth:`log_params` and :meth:`set_tags`: the same rows (non-finite metrics
+        skipped)."""
+        import time
+
+        from mlflow.entities import Metric, Param, RunTag
+
+        if self.run_id is None:
+            raise TrackingError("log_batch needs an active parent run")
+        # a millisecond apart per call, as the calls would be: a metric logged twice at a
+        # step keeps both values, the later one its latest (MLflow: max step, timestamp)
+        ts = int(time.time() * 1000) - len(steps)
+        rows = [
+            Metric(k, float(v), ts + n, int(step or 0))
+            for n, (metrics, step) in enumerate(steps)
+            for k, v in metrics.items()
+            if _finite(v)
+        ]
+        plist = [Param(k, str(v)) for k, v in (params or {}).items()]
+        tlist = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+        with self._store(f"logging metrics, params and tags to run {self.run_id}"):
+            while rows or plist or tlist:
+                self.client.log_batch(
+                    self.run_id, metrics=rows[:900], params=plist[:50], tags=tlist[:50]
+                )
+                rows, plist, tlist = rows[900:], plist[50:], tlist[50:]
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         with self._store(f"tagging run {self.run_id}"):
