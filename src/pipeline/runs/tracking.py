@@ -367,6 +367,9 @@ class RecordingTracker(Tracker):
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         self.calls.append(("log_metrics", (dict(metrics),), {"step": step}))
 
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        self.calls.append(("set_tags", (dict(tags),), {}))
+
     @staticmethod
     def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
         """Log the recorded ``calls`` to ``tracker`` (inside its active parent run)."""

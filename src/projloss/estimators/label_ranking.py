@@ -91,9 +91,11 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     coef0 : float, default=1.0
         :math:`c_0` of the polynomial kernel.
     max_iter : int, default=500
-        Maximum number of L-BFGS iterations.
+        Maximum number of solver iterations (L-BFGS for the linear model, semismooth
+        Newton for the kernel model).
     tol : float, default=1e-5
-        L-BFGS tolerance on the max-norm of the gradient.
+        Tolerance on the max-norm of the gradient of the objective (for the kernel model,
+        in the original coordinates).
     warm_start : bool, default=False
         Start from the previous solution (useful along a path of ``alpha``).
     w : array-like of shape (k,), default=None

@@ -1,10 +1,10 @@
-"""The truncated Newton solver (``fit_projection_model(solver="newton")``): it reaches the
-optimum of the regularized objective that a long L-BFGS run reaches, on kernel and linear
-models of a few sets, and its result does not depend on the BLAS threads of the caller."""
+"""The semismooth Newton solver (``fit_projection_model(solver="newton")``, the kernel
+models' default): it reaches the optimum of the regularized objective that a long L-BFGS
+run reaches, on kernel and linear models of a few sets, and its result does not depend on
+the BLAS threads of the caller."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
@@ -24,10 +24,9 @@ from projloss.estimators._solver import fit_projection_model
 
 @pytest.fixture
 def newton(monkeypatch):
-    """Make the estimators fit with the Newton solver."""
-    monkeypatch.setattr(
-        base, "fit_projection_model", functools.partial(fit_projection_model, solver="newton")
-    )
+    """Make the estimators fit with the Newton solver (the kernel models' default)."""
+    monkeypatch.setitem(base.SOLVERS, "linear", "newton")
+    monkeypatch.setitem(base.SOLVERS, "poly", "newton")
 
 
 def iris(n=60):
@@ -72,9 +71,7 @@ def test_poly_kernel_permutahedron_reaches_the_optimum(newton, degree, alpha):
     ids=["unit_cube", "knapsack"],
 )
 def test_linear_models_reach_the_optimum(newton, make):
-    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run.
-    (The ordinal order simplex is not covered: the Newton solver fails there, see
-    ``_newton_cg``.)"""
+    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((80, 5))
     est = make()
@@ -123,3 +120,82 @@ def test_result_independent_of_blas_threads(newton):
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-12)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_permutahedron_jacobian_is_the_derivative_and_merges_kinks():
+    """The exact Jacobian of the permutahedron projection equals the differences of the
+    projection away from kinks; at a kink (two pools with equal values) it is the
+    largest-rank element (the pools merged)."""
+    require_sets("permutahedron")
+    from projloss.estimators._newton import _BasisProblem, permutahedron_jacobians
+    from projloss.sets import get_set
+
+    S = get_set("permutahedron")
+    rng = np.random.default_rng(3)
+    theta = 3 * rng.standard_normal((200, 5))
+    u = S.project(theta, "euclidean")
+    problem = _BasisProblem(np.ones((200, 1)), np.zeros((200, 5)), S, "euclidean", (5,), 1.0, False)
+    np.testing.assert_allclose(
+        permutahedron_jacobians(theta, u, 1e-9), problem.difference_jacobians(theta, u), atol=1e-6
+    )
+    # theta = w - 1 is on the kink between the vertex w (theta = c w - 1, c > 1: every
+    # pool a singleton, J = 0) and the one-pool piece (c < 1): the merged Jacobian has rank
+    w = np.arange(5.0, 0.0, -1.0)
+    kink = (w - 1.0)[None, :]
+    J = permutahedron_jacobians(kink, S.project(kink, "euclidean"), 1e-9)
+    assert np.linalg.matrix_rank(J[0], tol=0.5) > 0
+    inside = (w * 3.0)[None, :]
+    assert not permutahedron_jacobians(inside, S.project(inside, "euclidean"), 1e-9).any()
+
+
+@pytest.mark.parametrize("kind", ["dense", "spectral"])
+def test_preconditioners_invert_the_generalized_hessian(kind):
+    """Both exact preconditioners of the Newton method invert ``H`` (penalized
+    intercept), on a degree-3 kernel of real data."""
+    require_sets("permutahedron")
+    from sklearn.metrics.pairwise import polynomial_kernel
+
+    from projloss.estimators._newton import _BasisProblem, spectral_basis
+    from projloss.sets import get_set
+
+    X, y = iris(40)
+    K = polynomial_kernel(X, X, degree=3, coef0=1.0)
+    basis = spectral_basis(np.hstack([K, np.ones((40, 1))]))
+    S = get_set("permutahedron")
+    phi = S.encode(y, 3)
+    problem = _BasisProblem(basis.G, phi, S, "euclidean", (3,), 1e-2, False)
+    rng = np.random.default_rng(4)
+    X0 = rng.standard_normal((3, basis.G.shape[1])) / basis.s
+    _, _, theta, u = problem.value_and_gradient(X0)
+    J = problem.jacobians(theta, u)
+    precond = getattr(problem, f"{kind}_preconditioner")(J)
+    R = rng.standard_normal(X0.shape)
+    np.testing.assert_allclose(problem.hvp(J, precond(R)), R, rtol=1e-6, atol=1e-6)
+
+
+def test_lbfgs_unconverged_fit_is_finished_by_newton():
+    """A linear fit that L-BFGS leaves at ``max_iter`` is finished by the Newton method
+    (converged, the optimum of a long L-BFGS run); a fit that L-BFGS brings to its
+    tolerance is the same, to the last bit, with or without the fallback."""
+    from projloss.sets import get_set
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((120, 6))
+    Y = (X @ rng.standard_normal((6, 4)) + rng.standard_normal((120, 4)) > 0).astype(float)
+    kw = dict(alpha=1e-4, fit_intercept=True, penalize_intercept=True, tol=1e-5)
+    cube = get_set("unit_cube")
+    with pytest.warns(ConvergenceWarning):
+        alone = fit_projection_model(
+            X, Y, cube, "euclidean", max_iter=5, newton_fallback=False, **kw
+        )
+    finished = fit_projection_model(X, Y, cube, "euclidean", max_iter=5, **kw)
+    assert not alone.converged and finished.converged and finished.n_iter > 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = fit_projection_model(X, Y, cube, "euclidean", max_iter=50_000, **{**kw, "tol": 1e-10})
+    np.testing.assert_allclose(finished.objective, ref.objective, rtol=1e-9)
+    a = fit_projection_model(X, Y, cube, "euclidean", max_iter=500, **{**kw, "alpha": 1.0})
+    b = fit_projection_model(
+        X, Y, cube, "euclidean", max_iter=500, newton_fallback=False, **{**kw, "alpha": 1.0}
+    )
+    assert a.converged and np.array_equal(a.coef, b.coef) and a.n_iter == b.n_iter
