@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
@@ -41,7 +42,7 @@ T = TypeVar("T")
 
 _CONTROLLER: ThreadpoolController | None = None
 
-#: the largest feature matrix (entries) that the Newton fallback densifies
+#: the largest dense feature matrix (entries) of the Newton fallback (its SVD)
 MAX_DENSE = 20_000_000
 
 
@@ -63,6 +64,8 @@ class FitResult:
     converged: bool
     message: str
     n_evals: int = 0
+    #: the Newton method's share of ``n_iter`` (0 when L-BFGS alone ran)
+    n_iter_newton: int = 0
 
 
 @dataclass
@@ -176,9 +179,16 @@ def fit_projection_model(
 
     ``newton_fallback``: when L-BFGS stops before its tolerance (``max_iter``, or a line
     search that fails), continue from its point with the Newton method (for ``alpha > 0``,
-    features of at most :data:`MAX_DENSE` entries, which it densifies, and a set for which
-    it is cheap, :func:`._newton.affordable`); ``n_iter`` then counts both. A fit that
-    L-BFGS brings to its tolerance is unchanged, to the last bit.
+    sparse features, which it keeps sparse, or dense ones of at most :data:`MAX_DENSE`
+    entries, and a set for which
+    it is cheap, :func:`._newton.affordable`), with its own budget of ``max_iter``
+    iterations: ``n_iter`` then counts both (and may exceed ``max_iter``),
+    ``n_iter_newton`` the Newton part. A fit that L-BFGS brings to its tolerance is
+    unchanged, to the last bit.
+
+    A cold-started Newton fit (no ``coef_init``/``intercept_init``) follows a continuation
+    path in ``alpha`` (:func:`._newton.newton_fit`); a warm-started one (a lambda grid,
+    as the tune stage fits it) starts at the given point.
 
     The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
     on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
@@ -221,10 +231,13 @@ def fit_projection_model(
         B0[:, d] = intercept_init
     z0 = (B0 @ P_inv if precondition else B0).ravel()
 
-    def newton(B_start: NDArray[np.float64]) -> Any:
-        Fd = F.toarray() if hasattr(F, "toarray") else np.asarray(F, dtype=np.float64)
-        if penalized:
-            Fd = np.hstack([Fd, np.ones((n, 1))])
+    def newton(B_start: NDArray[np.float64], continuation: bool = False) -> Any:
+        if sp.issparse(F):  # kept sparse: the Newton method in the features' coordinates
+            Fd = sp.hstack([F, np.ones((n, 1))], format="csr") if penalized else F
+        else:
+            Fd = np.asarray(F, dtype=np.float64)
+            if penalized:
+                Fd = np.hstack([Fd, np.ones((n, 1))])
         return newton_fit(
             Fd,
             phi_flat,
@@ -236,11 +249,14 @@ def fit_projection_model(
             B0=B_start,
             max_iter=int(max_iter),
             tol=float(tol),
+            continuation=continuation,
         )
 
+    n_iter_newton = 0
     if solver == "newton":
-        res = newton(B0)
+        res = newton(B0, continuation=coef_init is None and intercept_init is None)
         n_evals = res.nfev
+        n_iter_newton = int(res.nit)
         name = "Newton-CG"
     elif solver == "lbfgs":
         res = minimize(
@@ -262,10 +278,11 @@ def fit_projection_model(
             not res.success
             and newton_fallback
             and alpha > 0
-            and n * d <= MAX_DENSE
-            and affordable(projection_set, p)
+            and (sp.issparse(F) or n * d <= MAX_DENSE)
+            and affordable(projection_set, p, geometry)
         ):
             polish = newton(res.x)
+            n_iter_newton = int(polish.nit)
             polish.nit += res.nit
             polish.message = f"L-BFGS: {res.message}; then Newton-CG: {polish.message}"
             n_evals += polish.nfev
@@ -284,5 +301,12 @@ def fit_projection_model(
     coef = np.ascontiguousarray(B[:, :d])
     intercept = B[:, d].copy() if fit_intercept else np.zeros(p)
     return FitResult(
-        coef, intercept, int(res.nit), float(res.fun), converged, str(res.message), n_evals
+        coef,
+        intercept,
+        int(res.nit),
+        float(res.fun),
+        converged,
+        str(res.message),
+        n_evals,
+        n_iter_newton,
     )
