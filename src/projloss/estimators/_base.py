@@ -194,6 +194,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         self.coef_ = res.coef
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
+        self.n_iter_newton_ = res.n_iter_newton
         self.objective_ = res.objective
         self.converged_ = res.converged
         return self
