@@ -17,14 +17,16 @@ from typing import Any
 
 
 def refit_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    from pipeline.config.run import RunConfig
     from pipeline.data.api import load_prepared
     from pipeline.runs import evaluate, refit
 
     cfg, lam = cell["cfg"], float(cell["lambda"])
+    run = RunConfig.from_config(cfg)
     data = load_prepared(cfg["dataset"]["name"], cfg)
     tuned = {"lambdas": [lam], "selected": {"hamming": {"index": 0, "lambda": lam}}}
-    refitted = refit.run(cfg, data, tuned)
-    out = evaluate.run(cfg, data, tuned, refitted)
+    refitted = refit.run(run, data, tuned)
+    out = evaluate.run(run, data, tuned, refitted)
     fit = refitted.fits[0]
     return {
         "hamming": out["headline"]["hamming"],

@@ -125,11 +125,12 @@ def test_kernel_cells_identical_across_threads_jobs_and_cpu_dispatch(t3_prepared
 
 
 def test_every_fit_of_the_glass_poly3_grid_converges(t3_prepared):
+    from pipeline.config.run import RunConfig
     from pipeline.data.api import load_prepared
     from pipeline.runs import tune
 
     cfg = run_config(t3_prepared, [*T3_POLY3, "dataset=glass"])
-    out = tune.run(cfg, load_prepared("glass", cfg))
+    out = tune.run(RunConfig.from_config(cfg), load_prepared("glass", cfg))
     assert len(out["lambdas"]) == 10
     bad = [lam for lam, ok in zip(out["lambdas"], out["converged"], strict=True) if not ok]
     assert not bad, f"not converged at lambda = {bad} (iterations {out['n_iter']})"
