@@ -21,8 +21,14 @@ switched. The output is Markdown (``--output FILE`` to write it), meant to be pa
 run on one thread): on a shared, loaded machine the wall-clock seconds (also in the JSON)
 measure the other users more than the solver.
 
+``--refit LAMBDA``: instead of the grid, one fit from scratch on train + validation at
+``LAMBDA`` per (family, dataset, solver), as the refit stage fits the chosen lambda (no
+warm start: the kernel models' Newton method then follows its continuation path).
+
 Examples: ``PYTHONPATH=src:. python -m benchmarks.solver --families t3``;
-``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``.
+``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``;
+``PYTHONPATH=src:. python -m benchmarks.solver --families t3-poly3 --datasets vehicle
+--solvers default,newton --refit 1e-4`` (Table 3's slowest refit).
 """
 
 from __future__ import annotations
@@ -110,17 +116,22 @@ def use_solver(name: str) -> Iterator[None]:
         base.fit_projection_model = fit
 
 
-def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
-    """Fit the configured lambda grid, largest lambda first, warm-started as configured."""
+def grid_fits(
+    overrides: tuple[str, ...], solver: str, refit: float | None = None
+) -> list[dict[str, Any]]:
+    """Fit the configured lambda grid, largest lambda first, warm-started as configured;
+    with ``refit``, one cold fit on train + validation at that lambda."""
     from sklearn.exceptions import ConvergenceWarning
 
     from pipeline.config.composition import lambda_grid, make_estimator
 
     run = load(overrides)
-    X, y = run.data.train
+    X, y = run.data.train_val if refit is not None else run.data.train
     X_test = run.data.test[0]
-    warm = bool(run.cfg.get("warm_start", True))
+    warm = bool(run.cfg.get("warm_start", True)) and refit is None
     grid = sorted((float(v) for v in lambda_grid(run.cfg)), reverse=True)
+    if refit is not None:
+        grid = [float(refit)]
     est = make_estimator(run.comp, alpha=grid[0], warm_start=warm)
     fits = []
     with use_solver(solver):
@@ -151,6 +162,7 @@ def compare(
     datasets: list[str] | None,
     solvers: list[str],
     records: list[dict[str, Any]] | None = None,
+    refit: float | None = None,
 ) -> str:
     """Run every (family, dataset, solver) and return the Markdown table; ``records``
     receives one entry per fit (family, dataset, solver, lambda, n_iter, seconds,
@@ -159,7 +171,7 @@ def compare(
     for name in names:
         paper, overrides, default = FAMILIES[name]
         for ds in datasets or default:
-            result = {s: grid_fits((*overrides, f"dataset={ds}"), s) for s in solvers}
+            result = {s: grid_fits((*overrides, f"dataset={ds}"), s, refit) for s in solvers}
             if records is not None:
                 for s, fits in result.items():
                     records += [
@@ -225,6 +237,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--solvers", default="lbfgs,default", help=f"two of {SOLVER_NAMES}")
     ap.add_argument("--output", default=None)
     ap.add_argument("--json", default=None, help="write every fit's figures to this file")
+    ap.add_argument(
+        "--refit", type=float, default=None, help="one cold fit on train + val at this lambda"
+    )
     args = ap.parse_args(argv)
     wanted = args.families.split(",")
     names = [n for n in FAMILIES if any(n == w or n.startswith(w) for w in wanted)]
@@ -234,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         args.datasets.split(",") if args.datasets else None,
         args.solvers.split(","),
         records,
+        args.refit,
     )
     print(md)
     if args.json:
