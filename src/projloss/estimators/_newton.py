@@ -109,9 +109,10 @@ STAGE_ITER = 50
 MAX_SPLITS = 3
 
 #: the largest Hessian (``p m`` coefficients) formed densely for the Cholesky
-#: preconditioner: above, ``(p m)^2`` doubles (tmc2007_500's 22 labels x 501 features:
-#: 11k coefficients, a 1 GB matrix) -- Hessian-vector products only
-MAX_DENSE_COEF = 3000
+#: preconditioner (``(p m)^2`` doubles: 288 MB at the limit; vowel's degree-3 kernel,
+#: 11 x 423, needs it); above (tmc2007_500's 22 labels x 501 features: 11k coefficients,
+#: a 1 GB matrix), Hessian-vector products only
+MAX_DENSE_COEF = 6000
 
 Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
