@@ -1,11 +1,13 @@
-"""Solver convergence on the paper's lambda grids: L-BFGS vs the truncated Newton method.
+"""Solver convergence on the paper's lambda grids: L-BFGS vs the estimators' solvers.
 
 ``python -m benchmarks.solver`` fits, for each paper family (label ranking: every set of
 Tables 1-2 linear, the permutahedron linear and with the polynomial kernels of Table 3;
 ordinal, Table 4; multilabel, Tables 6-7), the whole lambda grid on the real prepared
-training data (``pipeline.data.load_prepared``, prepared from the mirror if missing),
-warm-started from the largest lambda as the tune stage does, with each solver of
-``projloss.estimators._solver.fit_projection_model`` (``--solvers lbfgs,newton``). Per
+training data (``pipeline.data.api.load_prepared``, prepared from the mirror if
+missing), warm-started from the largest lambda as the tune stage does, with two of the
+solvers of :func:`use_solver` (``--solvers lbfgs,default``: the estimators before issue 14,
+L-BFGS only, against their defaults since: semismooth Newton for the kernel models, L-BFGS
+finished by Newton for the linear ones; ``newton``: Newton for every model). Per
 fit it records the iterations, the seconds, whether the solver met its tolerance, the
 objective and the test predictions; per family it prints the iterations and seconds
 summed over the grid, the fits that did not converge, the largest objective difference
@@ -14,10 +16,19 @@ between the solvers (relative) and the fraction of test predictions on which the
 The estimators are built by the pipeline's ``make_estimator`` from ``conf/`` (same
 lambda grid, ``max_iter``, ``tol``, penalized intercept, warm start); only the solver is
 switched. The output is Markdown (``--output FILE`` to write it), meant to be pasted into
-``benchmarks/RESULTS.md``; on a loaded machine the seconds are noisy, their ratios less.
+``benchmarks/RESULTS.md``, and every fit's figures as JSON (``--json FILE``, kept in
+``benchmarks/history/solver-*.json``). Times are CPU seconds of the process (the fits
+run on one thread): on a shared, loaded machine the wall-clock seconds (also in the JSON)
+measure the other users more than the solver.
+
+``--refit LAMBDA``: instead of the grid, one fit from scratch on train + validation at
+``LAMBDA`` per (family, dataset, solver), as the refit stage fits the chosen lambda (no
+warm start: the kernel models' Newton method then follows its continuation path).
 
 Examples: ``PYTHONPATH=src:. python -m benchmarks.solver --families t3``;
-``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``.
+``PYTHONPATH=src:. python -m benchmarks.solver --datasets vehicle,glass,iris``;
+``PYTHONPATH=src:. python -m benchmarks.solver --families t3-poly3 --datasets vehicle
+--solvers default,newton --refit 1e-4`` (Table 3's slowest refit).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import time
 import warnings
@@ -38,6 +50,8 @@ from .report import table
 
 LR = ("task=label_ranking", "geometry=euclidean", "task.target_loss=hamming_ranking")
 T3 = ("set=permutahedron", "decoder=permutahedron", "task.target_loss=null")
+#: Table 3's datasets (all six for the kernel families)
+T3_DATASETS = ("authorship", "glass", "iris", "vehicle", "vowel", "wine")
 
 #: family name -> (paper table, overrides without the dataset, default datasets)
 FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
@@ -51,16 +65,8 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
         ("vehicle",),
     ),
     "t3-linear": ("Table 3", (*LR, *T3, "model=linear"), ("vehicle", "glass", "iris")),
-    "t3-poly2": (
-        "Table 3",
-        (*LR, *T3, "model=poly", "model.degree=2"),
-        ("vehicle", "glass", "iris"),
-    ),
-    "t3-poly3": (
-        "Table 3",
-        (*LR, *T3, "model=poly", "model.degree=3"),
-        ("vehicle", "glass", "iris"),
-    ),
+    "t3-poly2": ("Table 3", (*LR, *T3, "model=poly", "model.degree=2"), T3_DATASETS),
+    "t3-poly3": ("Table 3", (*LR, *T3, "model=poly", "model.degree=3"), T3_DATASETS),
     "t4-order_simplex": (
         "Table 4",
         ("task=ordinal", "set=order_simplex", "decoder=order_simplex"),
@@ -84,31 +90,48 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+#: ``--solvers`` names: the old default (L-BFGS only), the estimators' defaults, Newton
+SOLVER_NAMES = ("lbfgs", "default", "newton")
+
+
 @contextlib.contextmanager
 def use_solver(name: str) -> Iterator[None]:
-    """Make the estimators fit with ``fit_projection_model(..., solver=name)``."""
+    """Make the estimators fit with ``name``: ``lbfgs``, L-BFGS for every model and no
+    Newton fallback (the estimators before issue 14); ``default``, the estimators' own
+    choice (semismooth Newton for the kernel models, L-BFGS finished by Newton when it
+    stops early for the linear ones); ``newton``, the Newton method for every model."""
     import projloss.estimators._base as base
-    from projloss.estimators._solver import fit_projection_model
 
-    original = base.fit_projection_model
-    base.fit_projection_model = functools.partial(fit_projection_model, solver=name)
+    if name not in SOLVER_NAMES:
+        raise ValueError(f"unknown solver {name!r}; valid: {list(SOLVER_NAMES)}")
+    solvers, fit = dict(base.SOLVERS), base.fit_projection_model
+    if name != "default":
+        base.SOLVERS.update({model: name for model in base.SOLVERS})
+    if name == "lbfgs":
+        base.fit_projection_model = functools.partial(fit, newton_fallback=False)
     try:
         yield
     finally:
-        base.fit_projection_model = original
+        base.SOLVERS.update(solvers)
+        base.fit_projection_model = fit
 
 
-def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
-    """Fit the configured lambda grid, largest lambda first, warm-started as configured."""
+def grid_fits(
+    overrides: tuple[str, ...], solver: str, refit: float | None = None
+) -> list[dict[str, Any]]:
+    """Fit the configured lambda grid, largest lambda first, warm-started as configured;
+    with ``refit``, one cold fit on train + validation at that lambda."""
     from sklearn.exceptions import ConvergenceWarning
 
     from pipeline.config.composition import lambda_grid, make_estimator
 
     run = load(overrides)
-    X, y = run.data.train
+    X, y = run.data.train_val if refit is not None else run.data.train
     X_test = run.data.test[0]
-    warm = bool(run.cfg.get("warm_start", True))
+    warm = bool(run.cfg.get("warm_start", True)) and refit is None
     grid = sorted((float(v) for v in lambda_grid(run.cfg)), reverse=True)
+    if refit is not None:
+        grid = [float(refit)]
     est = make_estimator(run.comp, alpha=grid[0], warm_start=warm)
     fits = []
     with use_solver(solver):
@@ -116,14 +139,16 @@ def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
             est.set_params(alpha=lam)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 est.fit(X, y)
                 seconds = time.perf_counter() - start
+                cpu_seconds = time.process_time() - cpu
             fits.append(
                 {
                     "lambda": lam,
                     "n_iter": int(est.n_iter_),
                     "seconds": seconds,
+                    "cpu_seconds": cpu_seconds,
                     "converged": bool(est.converged_),
                     "objective": float(est.objective_),
                     "predictions": np.asarray(est.predict(X_test)),
@@ -132,20 +157,35 @@ def grid_fits(overrides: tuple[str, ...], solver: str) -> list[dict[str, Any]]:
     return fits
 
 
-def compare(names: list[str], datasets: list[str] | None, solvers: list[str]) -> str:
-    """Run every (family, dataset, solver) and return the Markdown table."""
+def compare(
+    names: list[str],
+    datasets: list[str] | None,
+    solvers: list[str],
+    records: list[dict[str, Any]] | None = None,
+    refit: float | None = None,
+) -> str:
+    """Run every (family, dataset, solver) and return the Markdown table; ``records``
+    receives one entry per fit (family, dataset, solver, lambda, n_iter, seconds,
+    converged, objective)."""
     rows = []
     for name in names:
         paper, overrides, default = FAMILIES[name]
         for ds in datasets or default:
-            result = {s: grid_fits((*overrides, f"dataset={ds}"), s) for s in solvers}
+            result = {s: grid_fits((*overrides, f"dataset={ds}"), s, refit) for s in solvers}
+            if records is not None:
+                for s, fits in result.items():
+                    records += [
+                        {"family": name, "dataset": ds, "solver": s}
+                        | {k: v for k, v in f.items() if k != "predictions"}
+                        for f in fits
+                    ]
             row = [paper, name, ds]
             for s in solvers:
                 fits = result[s]
                 bad = [f"{f['lambda']:.0e}" for f in fits if not f["converged"]]
                 row += [
                     str(sum(f["n_iter"] for f in fits)),
-                    f"{sum(f['seconds'] for f in fits):.2f}",
+                    f"{sum(f['cpu_seconds'] for f in fits):.2f}",
                     f"{len(bad)}" + (f" ({', '.join(bad)})" if bad else ""),
                 ]
                 print(f"{name} {ds} {s}: " + ", ".join(row[-3:]), flush=True)
@@ -175,7 +215,7 @@ def compare(names: list[str], datasets: list[str] | None, solvers: list[str]) ->
             rows.append(row)
     head = ["table", "family", "dataset"]
     for s in solvers:
-        head += [f"{s}: its", f"{s}: s", f"{s}: not converged (lambda)"]
+        head += [f"{s}: its", f"{s}: CPU s", f"{s}: not converged (lambda)"]
     if len(solvers) == 2:
         head += [
             "max rel. objective diff.",
@@ -194,17 +234,27 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma list, or prefixes")
     ap.add_argument("--datasets", default=None, help="comma list (default: per family)")
-    ap.add_argument("--solvers", default="lbfgs,newton")
+    ap.add_argument("--solvers", default="lbfgs,default", help=f"two of {SOLVER_NAMES}")
     ap.add_argument("--output", default=None)
+    ap.add_argument("--json", default=None, help="write every fit's figures to this file")
+    ap.add_argument(
+        "--refit", type=float, default=None, help="one cold fit on train + val at this lambda"
+    )
     args = ap.parse_args(argv)
     wanted = args.families.split(",")
     names = [n for n in FAMILIES if any(n == w or n.startswith(w) for w in wanted)]
+    records: list[dict[str, Any]] = []
     md = compare(
         names,
         args.datasets.split(",") if args.datasets else None,
         args.solvers.split(","),
+        records,
+        args.refit,
     )
     print(md)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"load_average": os.getloadavg(), "fits": records}, fh, indent=1)
     if args.output:
         with open(args.output, "w") as fh:
             fh.write(md + "\n")

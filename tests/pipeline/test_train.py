@@ -64,6 +64,10 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
     assert m["val.hamming"] == pytest.approx(sel["value"])
     assert m["test.hamming"] == pytest.approx(out["headline"]["hamming"])
     assert {"refit_seconds", "tune_seconds", "total_seconds"} <= set(m)
+    # every fit logs whether it converged (issue 14): the refit here, the grid's in the
+    # child runs below, and the run's count and tag over all of them
+    assert m["refit_converged"] == 1.0 and m["refit_n_iter"] >= 1
+    assert m["non_converged_fits"] == 0.0 and run.data.tags["converged"] == "true"
     # one child run per lambda
     children = client.search_runs(
         [run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'"
@@ -72,6 +76,7 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
         out["tune"]["lambdas"]
     )
     assert all("val.hamming" in c.data.metrics and "n_iter" in c.data.metrics for c in children)
+    assert all(c.data.metrics["converged"] == 1.0 for c in children)
     # artifacts: the config, the predictions, the figures
     arts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config.yaml", "predictions.npz", "figures"} <= arts

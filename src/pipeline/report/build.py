@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..paths import EVAL_DIR
 from . import paper as paper_mod
 from .results import Results
 from .tables import DIFFERS, MATCH, NOISE, Table, build, to_csv, to_markdown
@@ -140,6 +141,11 @@ def _legend(table: Table) -> str:
         "of the cell, explanation x in README.md (`?`: none). Source of every number: "
         f"`{spec.key}.csv` (experiment, run, MLflow run id).",
     ]
+    if any(c.converged is False for c in table.cells.values()):
+        lines.append(
+            "`†`: the fit of the cell (tuning at the chosen lambda, or the refit) stopped "
+            "before the solver's tolerance (`converged` = false in the CSV)."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -326,6 +332,18 @@ def render_readme(
         why = next((w["text"] for w in notes.get("findings", []) if w["claim"] == f["claim"]), None)
         if f["holds"] is False and why:
             lines += [f"**{f['claim']}: why not.** {why}", ""]
+    n_fits = n_bad = 0
+    for path in results.files():
+        parts = path.relative_to(results.root / EVAL_DIR).parts  # experiment, run..., file
+        res = results.get(parts[0], "/".join(parts[1:-1]))
+        if res is not None:
+            fits, bad = res.fit_counts()
+            n_fits, n_bad = n_fits + fits, n_bad + bad
+    lines += [
+        f"Non-converged fits: {n_bad} (of the {n_fits} tuning and refit fits recorded in "
+        "`data/eval`; a cell whose fit did not converge is marked `†`).",
+        "",
+    ]
     lines += ["## Tables", ""]
     for key, table in tables.items():
         counts = _status_counts(table)

@@ -32,6 +32,27 @@ class RunResult:
     std: dict[str, float] | None = None  # split sweeps: std over the splits
     n_splits: int | None = None
     tune: dict[str, Any] | None = None
+    refit: dict[str, Any] | None = None  # index -> {lambda, converged, n_iter, ...}
+
+    def converged(self, metric: str) -> bool | None:
+        """Whether the fits behind the cell of ``metric`` converged: the tuning fit at the
+        chosen lambda and the refit at it (None: not recorded, e.g. split sweeps)."""
+        sel = ((self.tune or {}).get("selected") or {}).get(metric)
+        if sel is None:
+            return None
+        index = int(sel["index"])
+        flags = list((self.tune or {}).get("converged") or [])
+        ok = bool(flags[index]) if index < len(flags) else True
+        fit = (self.refit or {}).get(str(index))
+        if fit is not None and "converged" in fit:
+            ok = ok and bool(fit["converged"])
+        return ok
+
+    def fit_counts(self) -> tuple[int, int]:
+        """(fits, non-converged fits) of the run: its lambda grid and its refits."""
+        flags = [bool(c) for c in (self.tune or {}).get("converged") or []]
+        flags += [bool(f.get("converged", True)) for f in (self.refit or {}).values()]
+        return len(flags), sum(not c for c in flags)
 
     def value(self, metric: str) -> float | None:
         return self.headline.get(metric)
@@ -82,6 +103,7 @@ class Results:
             std=data.get("std"),
             n_splits=data.get("n_splits"),
             tune=data.get("tune") if "splits" not in data else None,
+            refit=data.get("refit") if "splits" not in data else None,
         )
 
     def files(self) -> list[Path]:

@@ -40,6 +40,10 @@ MATCH, NOISE, DIFFERS, NO_PAPER, NOT_RUN, NO_DATA = (
 )
 
 
+#: the mark after a cell whose fit (tuning at the chosen lambda, or refit) did not converge
+NOT_CONVERGED = " †"
+
+
 @dataclass
 class Cell:
     row: Row
@@ -51,6 +55,15 @@ class Cell:
     std: float | None = None  # split sweeps: the std over the splits
     explanation: str | None = None
     status: str = ""
+
+    @property
+    def converged(self) -> bool | None:
+        """Whether the cell's fits converged (None: not recorded)."""
+        if self.result is None:
+            return None
+        return self.result.converged(self.column_metric)
+
+    column_metric: str = ""
 
     @property
     def diff(self) -> float | None:
@@ -116,6 +129,7 @@ def build(spec: TableSpec, results: Results, splits: Table | None = None) -> Tab
             if splits is not None:
                 split_std = splits.cell(row, col).std
             cell = Cell(row, col, ours, paper, noise_of(spec.metric, res, split_std), res, std)
+            cell.column_metric = spec.metric
             cell.status = _status(cell)
             if cell.status == DIFFERS:
                 cell.explanation = spec.row_explain.get(row.label) or spec.explain.get(col.id)
@@ -245,6 +259,8 @@ def _cell_md(
     if cell.std is not None:
         ours += f" ± {cell.std:.{digits}f}"
     ours = _bold(ours, cell.column.paper and ours_best is not None and cell.ours == ours_best)
+    if cell.converged is False:
+        ours += NOT_CONVERGED
     if cell.paper is None:
         return ours
     paper = _bold(_fmt(cell.paper), paper_best is not None and cell.paper == paper_best)
@@ -271,6 +287,7 @@ CSV_FIELDS = [
     "diff",
     "noise",
     "status",
+    "converged",
     "explanation",
     "lambda",
     "lambda_ties",
@@ -308,6 +325,7 @@ def to_csv(table: Table) -> str:
                     "diff": _num(cell.diff),
                     "noise": _num(cell.noise),
                     "status": cell.status,
+                    "converged": {None: "", True: "true", False: "false"}[cell.converged],
                     "explanation": cell.explanation or "",
                     "lambda": _num(res.lambdas.get(spec.metric) if res else None),
                     "lambda_ties": res.ties(spec.metric) if res and res.tune else "",

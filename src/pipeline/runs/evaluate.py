@@ -110,7 +110,16 @@ def run(
     for i, fit in refitted.fits.items():
         suffix = "" if i == refitted.selection[select_by[0]] else f".lambda_{i}"
         logged[f"refit_seconds{suffix}"] = fit.get("fit_seconds", float("nan"))
+        if "converged" in fit:
+            logged[f"refit_converged{suffix}"] = float(bool(fit["converged"]))
+        if fit.get("n_iter") is not None:
+            logged[f"refit_n_iter{suffix}"] = float(fit["n_iter"])
+    # every fit of the run (the lambda grid, whose child runs log theirs, and the refits)
+    flags = [bool(c) for c in tuned.get("converged") or []]
+    flags += [bool(f.get("converged", True)) for f in refitted.fits.values()]
+    logged["non_converged_fits"] = float(sum(not c for c in flags))
     tracker.log_metrics(logged)
+    tracker.set_tags({"converged": str(all(flags)).lower()})
     mlflow_view.log_run_page(tracker, run.config, comp, data, tuned)
     headline_pred = predictions[refitted.selection[select_by[0]]]
     problem = mlflow_view.flag_structures(tracker, comp, headline_pred)

@@ -7,7 +7,8 @@ Every estimator composes a projection set :math:`C`, a geometry :math:`\Psi`, a 
 .. math::
     \min_{W, b}\ \frac1n\sum_i S_C^\Psi(W f(x_i) + b, y_i) + \frac\alpha2\|W\|_F^2
 
-by L-BFGS (the intercept :math:`b` is not penalized, unless ``penalize_intercept``: then
+by L-BFGS, or a semismooth Newton method for the kernel model (the intercept :math:`b` is
+not penalized, unless ``penalize_intercept``: then
 :math:`\frac\alpha2\|b\|^2` is added, as in the paper's reference implementation) and
 predicts
 :math:`\hat y = \mathrm{MAP}_D(-Vu - b_L)`, :math:`u = P_C^\Psi(W f(x) + b)`.
@@ -41,6 +42,11 @@ from ._solver import fit_projection_model, one_blas_thread
 _kernel = one_blas_thread(polynomial_kernel)
 
 MODELS = ("linear", "poly")
+
+#: the solver of each model (``fit_projection_model(solver=...)``): L-BFGS for the linear
+#: models, the semismooth Newton method of :mod:`._newton` for the kernel models (with
+#: ``alpha > 0``), on which L-BFGS stops at ``max_iter`` (see its docstring)
+SOLVERS = {"linear": "lbfgs", "poly": "newton"}
 
 
 class ProjectionEstimatorBase(BaseEstimator):
@@ -125,7 +131,8 @@ class ProjectionEstimatorBase(BaseEstimator):
 
     # ------------------------------------------------------------------ API
     def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:
-        """Fit the model by L-BFGS on the projection loss.
+        """Fit the model on the projection loss (L-BFGS; semismooth Newton for
+        ``model="poly"``).
 
         Parameters
         ----------
@@ -182,10 +189,12 @@ class ProjectionEstimatorBase(BaseEstimator):
             coef_init=coef_init,
             intercept_init=intercept_init,
             precondition=self.model == "poly",
+            solver=SOLVERS[self.model] if self.alpha > 0 else "lbfgs",
         )
         self.coef_ = res.coef
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
+        self.n_iter_newton_ = res.n_iter_newton
         self.objective_ = res.objective
         self.converged_ = res.converged
         return self

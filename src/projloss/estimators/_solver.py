@@ -27,18 +27,23 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.optimize import OptimizeResult, minimize
+from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
+from ._newton import affordable, newton_fit
 
 T = TypeVar("T")
 
 _CONTROLLER: ThreadpoolController | None = None
+
+#: the largest dense feature matrix (entries) of the Newton fallback (its SVD)
+MAX_DENSE = 20_000_000
 
 
 def _blas_controller() -> ThreadpoolController:
@@ -59,6 +64,8 @@ class FitResult:
     converged: bool
     message: str
     n_evals: int = 0
+    #: the Newton method's share of ``n_iter`` (0 when L-BFGS alone ran)
+    n_iter_newton: int = 0
 
 
 @dataclass
@@ -99,27 +106,6 @@ class _Problem:
             if self.penalized:
                 G[:, d] += alpha * B[:, d]
         return value, G
-
-    def mean_jacobian(self, B: NDArray[np.float64]) -> NDArray[np.float64]:
-        r""":math:`\bar J = \frac1n\sum_i \partial P_C^\Psi(\theta_i)` at the model's
-        :math:`\theta_i` (``p`` forward differences of the batched projection),
-        symmetrized, ``(p, p)``."""
-        F = self.F
-        n, d = F.shape
-        p = self.phi.shape[1]
-        theta = safe_sparse_dot(F, B[:, :d].T, dense_output=True)
-        if self.fit_intercept:
-            theta = theta + B[:, d]
-        shape = (n, *self.event_shape)
-        u = self.projection_set.project(theta.reshape(shape), self.geometry).reshape(n, p)
-        eps = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.abs(theta).max()))
-        J = np.empty((p, p))
-        for a in range(p):
-            t = theta.copy()
-            t[:, a] += eps
-            ua = self.projection_set.project(t.reshape(shape), self.geometry).reshape(n, p)
-            J[:, a] = (ua - u).mean(axis=0) / eps
-        return 0.5 * (J + J.T)
 
 
 def _preconditioner(
@@ -168,6 +154,7 @@ def fit_projection_model(
     intercept_init: NDArray[np.float64] | None = None,
     precondition: bool = False,
     solver: str = "lbfgs",
+    newton_fallback: bool = True,
 ) -> FitResult:
     r"""Fit ``(coef, intercept)`` by L-BFGS-B with the analytic gradient.
 
@@ -184,12 +171,24 @@ def fit_projection_model(
     :func:`_preconditioner`): the same objective and minimizer, far fewer iterations; then
     ``tol`` applies to the gradient in those coordinates.
 
-    ``solver="newton"`` (experimental, not used by the estimators): the truncated Newton
-    method of :func:`_newton_cg` instead of L-BFGS-B (``precondition`` is then ignored).
-    Measured on the paper's grids (``python -m benchmarks.solver``, benchmarks/RESULTS.md)
-    it converges where L-BFGS stops at ``max_iter`` for the largest lambdas of the
-    degree-3 kernel permutahedron fits, but not on the middle of that grid, and it is
-    slower; on the ordinal order simplex its preconditioner breaks down.
+    ``solver="newton"``: the semismooth Newton method of :mod:`._newton` (the kernel
+    models' solver; ``precondition`` is then ignored, the features must be densifiable):
+    it stops when the max-norm of the gradient in the original coordinates is at most
+    ``tol``, and converges on every kernel fit of the paper where L-BFGS stops at
+    ``max_iter`` (``python -m benchmarks.solver``, benchmarks/RESULTS.md).
+
+    ``newton_fallback``: when L-BFGS stops before its tolerance (``max_iter``, or a line
+    search that fails), continue from its point with the Newton method (for ``alpha > 0``,
+    sparse features, which it keeps sparse, or dense ones of at most :data:`MAX_DENSE`
+    entries, and a set for which
+    it is cheap, :func:`._newton.affordable`), with its own budget of ``max_iter``
+    iterations: ``n_iter`` then counts both (and may exceed ``max_iter``),
+    ``n_iter_newton`` the Newton part. A fit that L-BFGS brings to its tolerance is
+    unchanged, to the last bit.
+
+    A cold-started Newton fit (no ``coef_init``/``intercept_init``) follows a continuation
+    path in ``alpha`` (:func:`._newton.newton_fit`); a warm-started one (a lambda grid,
+    as the tune stage fits it) starts at the given point.
 
     The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
     on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
@@ -232,9 +231,32 @@ def fit_projection_model(
         B0[:, d] = intercept_init
     z0 = (B0 @ P_inv if precondition else B0).ravel()
 
+    def newton(B_start: NDArray[np.float64], continuation: bool = False) -> Any:
+        if sp.issparse(F):  # kept sparse: the Newton method in the features' coordinates
+            Fd = sp.hstack([F, np.ones((n, 1))], format="csr") if penalized else F
+        else:
+            Fd = np.asarray(F, dtype=np.float64)
+            if penalized:
+                Fd = np.hstack([Fd, np.ones((n, 1))])
+        return newton_fit(
+            Fd,
+            phi_flat,
+            projection_set,
+            geometry,
+            event_shape,
+            alpha=float(alpha),
+            free_intercept=fit_intercept and not penalized,
+            B0=B_start,
+            max_iter=int(max_iter),
+            tol=float(tol),
+            continuation=continuation,
+        )
+
+    n_iter_newton = 0
     if solver == "newton":
-        res = _newton_cg(problem, B0, int(max_iter), float(tol))
+        res = newton(B0, continuation=coef_init is None and intercept_init is None)
         n_evals = res.nfev
+        n_iter_newton = int(res.nit)
         name = "Newton-CG"
     elif solver == "lbfgs":
         res = minimize(
@@ -250,7 +272,21 @@ def fit_projection_model(
             },
         )
         res.success = bool(res.status == 0)
+        res.x = res.x.reshape(p, dt) @ P if precondition else res.x.reshape(p, dt)
         name = "L-BFGS"
+        if (
+            not res.success
+            and newton_fallback
+            and alpha > 0
+            and (sp.issparse(F) or n * d <= MAX_DENSE)
+            and affordable(projection_set, p, geometry)
+        ):
+            polish = newton(res.x)
+            n_iter_newton = int(polish.nit)
+            polish.nit += res.nit
+            polish.message = f"L-BFGS: {res.message}; then Newton-CG: {polish.message}"
+            n_evals += polish.nfev
+            res, name = polish, "L-BFGS then Newton-CG"
     else:
         raise ValueError(f"unknown solver {solver!r}; valid solvers are ['lbfgs', 'newton']")
     converged = bool(res.success)
@@ -262,131 +298,15 @@ def fit_projection_model(
             stacklevel=4,  # warn, wrapper, fit_projection_model, estimator.fit
         )
     B = res.x.reshape(p, dt)
-    if precondition:
-        B = B @ P
     coef = np.ascontiguousarray(B[:, :d])
     intercept = B[:, d].copy() if fit_intercept else np.zeros(p)
     return FitResult(
-        coef, intercept, int(res.nit), float(res.fun), converged, str(res.message), n_evals
+        coef,
+        intercept,
+        int(res.nit),
+        float(res.fun),
+        converged,
+        str(res.message),
+        n_evals,
+        n_iter_newton,
     )
-
-
-def _newton_cg(
-    problem: _Problem, B0: NDArray[np.float64], max_iter: int, tol: float, max_cg: int = 200
-) -> OptimizeResult:
-    r"""Minimize :math:`F(B)` by a truncated Newton method with a Kronecker preconditioner.
-
-    Each iteration solves :math:`H D = -\nabla F` by preconditioned conjugate gradients
-    (forcing term :math:`\eta_k = \min(1/2, \sqrt{\|g\|})`, stopped at a direction of
-    non-positive curvature) and takes an Armijo backtracking step from the unit step
-    (Nocedal & Wright, *Numerical Optimization*, Algorithm 7.1). The Hessian-vector
-    products are differences of the analytic gradient,
-    :math:`H V \approx (\nabla F(B + \epsilon V) - \nabla F(B)) / \epsilon`, i.e.
-    :math:`\frac1n \sum_i J_i (V \tilde f_i) \tilde f_i^\top + \alpha V` with
-    :math:`J_i` the Jacobian of the projection at :math:`\theta_i` (block averaging for
-    the permutahedron and the isotonic sets, the active set of the cube or the capped
-    simplex...): exact on each linear piece of a polyhedral projection, with no Jacobian
-    oracle per set.
-
-    The preconditioner is the Kronecker approximation of the Hessian
-    :math:`\bar J \otimes \frac1n \tilde F^\top \tilde F + \alpha I`, with
-    :math:`\bar J = \frac1n\sum_i J_i` (``p`` finite differences of the projection,
-    recomputed every iteration), inverted through the eigendecompositions of its two
-    factors. It captures the curvature that the loss actually has: at a large
-    :math:`\alpha` the permutahedron pools every :math:`\theta_i` into one block
-    (:math:`J_i = \mathbf 1\mathbf 1^\top / k`), the loss is flat in all other output
-    directions, and a preconditioner that assumes unit curvature (``precondition=True``
-    of L-BFGS) leaves a condition number of about :math:`s_{\max}/\alpha`.
-
-    Stopping rule, an optimality condition that means the same in every basis: the Newton
-    decrement :math:`\nabla F^\top H^{-1} \nabla F \approx 2 (F(B) - F^\star)` (from
-    the CG direction) at most ``tol**2``. A max-norm rule on the gradient is not
-    invariant: kernel features of degree 3 have entries up to :math:`10^4`, and a max-norm
-    of ``1e-5`` is then below the rounding of the objective (measured: the gradient stalls
-    at ``2e-3`` with the objective converged to ``1e-11``), while a rule relative to
-    :math:`\|\nabla F(0)\|_\infty` stops warm starts far from the optimum. ``success``
-    is False if it is not met in ``max_iter`` iterations, or if no step decreases the
-    objective any more (rounding) before it is met.
-    """
-    F = np.asarray(problem.F)
-    n = F.shape[0]
-    Ft = np.hstack([F, np.ones((n, 1))]) if problem.fit_intercept else F
-    s_eig, Q = np.linalg.eigh(Ft.T @ Ft / n)
-    s_eig = np.maximum(s_eig, 0.0)
-    nfev = 0
-
-    def fun(B: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        nonlocal nfev
-        nfev += 1
-        return problem.value_and_gradient(B)
-
-    B = np.array(B0, dtype=np.float64)
-    f, G = fun(B)
-    nit, message, success = 0, "", False
-    while True:
-        mu, V = np.linalg.eigh(problem.mean_jacobian(B))
-        denom = np.maximum(mu, 0.0)[:, None] * s_eig[None, :] + problem.alpha
-        denom = np.maximum(denom, 1e-12 * float(denom.max()))
-
-        def precond(R: NDArray[np.float64]) -> NDArray[np.float64]:
-            return V @ ((V.T @ R @ Q) / denom) @ Q.T  # noqa: B023 -- used in this iteration
-
-        D = _truncated_pcg(fun, B, G, precond, max_cg)
-        decrement = -float(np.sum(G * D))  # ~ g^T H^{-1} g = 2 (F(B) - F*) near B*
-        if decrement < 0:  # not a descent direction (rounding): the preconditioned gradient
-            D = -precond(G)
-            decrement = -float(np.sum(G * D))
-        if decrement <= tol**2:
-            success, message = True, f"Newton decrement^2 {decrement:.3g} <= tol^2"
-            break
-        if nit >= max_iter:
-            message = f"iteration limit reached (Newton decrement^2 {decrement:.3g})"
-            break
-        step, accepted = 1.0, False
-        for _ in range(60):
-            f_new, G_new = fun(B + step * D)
-            if f_new <= f - 1e-4 * step * decrement:
-                accepted = True
-                break
-            step *= 0.5
-        nit += 1
-        if not accepted:
-            message = f"no decrease of the objective (Newton decrement^2 {decrement:.3g})"
-            break
-        B, f, G = B + step * D, f_new, G_new
-    return OptimizeResult(x=B, fun=f, jac=G, nit=nit, nfev=nfev, success=success, message=message)
-
-
-def _truncated_pcg(
-    fun: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
-    B: NDArray[np.float64],
-    G: NDArray[np.float64],
-    precond: Callable[[NDArray[np.float64]], NDArray[np.float64]],
-    max_cg: int,
-) -> NDArray[np.float64]:
-    """Approximately solve ``H D = -G`` by preconditioned CG from ``D = 0``, to a residual
-    norm of ``min(1/2, sqrt(|G|)) |G|``; Hessian-vector products by forward differences."""
-    gnorm = float(np.linalg.norm(G))
-    target = min(0.5, np.sqrt(gnorm)) * gnorm
-    eps_base = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.linalg.norm(B)))
-    D = np.zeros_like(G)
-    R = -G
-    Zr = precond(R)
-    Pd = Zr
-    rz = float(np.sum(R * Zr))
-    for _ in range(max_cg):
-        eps = eps_base / float(np.linalg.norm(Pd))
-        HP = (fun(B + eps * Pd)[1] - G) / eps
-        curv = float(np.sum(Pd * HP))
-        if curv <= 0:
-            return D if D.any() else -precond(G)
-        a = rz / curv
-        D = D + a * Pd
-        R = R - a * HP
-        if float(np.linalg.norm(R)) <= target:
-            break
-        Zr = precond(R)
-        rz_new = float(np.sum(R * Zr))
-        Pd = Zr + (rz_new / rz) * Pd
-        rz = rz_new
-    return D

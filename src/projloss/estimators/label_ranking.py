@@ -91,9 +91,11 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     coef0 : float, default=1.0
         :math:`c_0` of the polynomial kernel.
     max_iter : int, default=500
-        Maximum number of L-BFGS iterations.
+        Maximum number of solver iterations (L-BFGS for the linear model, semismooth
+        Newton for the kernel model).
     tol : float, default=1e-5
-        L-BFGS tolerance on the max-norm of the gradient.
+        Tolerance on the max-norm of the gradient of the objective (for the kernel model,
+        in the original coordinates).
     warm_start : bool, default=False
         Start from the previous solution (useful along a path of ``alpha``).
     w : array-like of shape (k,), default=None
@@ -108,6 +110,13 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     intercept_ : ndarray of shape (p,)
     n_labels_ : int
     n_iter_ : int
+        Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
+        method finished a linear fit that L-BFGS left unconverged, the Newton method's
+        (its own budget of ``max_iter``: then ``n_iter_`` may exceed ``max_iter``); for the
+        kernel model, the Newton method's over all its continuation stages (at most
+        ``max_iter``).
+    n_iter_newton_ : int
+        The Newton method's share of ``n_iter_`` (0 when L-BFGS alone fitted the model).
     converged_ : bool
         Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
         ``ConvergenceWarning`` was emitted).

@@ -240,3 +240,36 @@ def test_findings_on_the_paper_layout(tmp_path: Path) -> None:
     _, mean = f1_comparison(tables["table7"], Results(root))
     assert min(mean, key=mean.get) == "f1_samples"
     assert mean["f1_macro"] == pytest.approx(5.0)
+
+
+def test_non_converged_fits_are_marked(root: Path, layout: Path, tmp_path: Path) -> None:
+    """A cell whose tuning fit at the chosen lambda or whose refit did not converge is
+    marked `†` in the Markdown, `converged = false` in the CSV, and README.md counts the
+    non-converged fits of every run (issue 14)."""
+    bad = result("hamming", 7.5, n_test=36)
+    bad["tune"]["converged"] = [True, False, True]  # not at the chosen lambda (index 0)
+    bad["refit"] = {"0": {"lambda": 0.1, "converged": False, "n_iter": 500}}
+    write_result(root, "lr-wine", "run-b", **bad)
+    good = result("hamming", 1.48, n_test=30)
+    good["tune"]["converged"] = [True, True, True]
+    good["refit"] = {"0": {"lambda": 0.1, "converged": True, "n_iter": 12}}
+    write_result(root, "lr-iris", "run-b", **good)
+    spec = paper_mod.tables(layout)["demo"]
+    table = build(spec, Results(root))
+    iris, wine, _ = spec.rows
+    a, b, _ = spec.columns
+    assert table.cell(wine, b).converged is False
+    assert table.cell(iris, b).converged is True
+    assert table.cell(iris, a).converged is True  # no flags recorded: nothing to mark
+    md = to_markdown(table, {"birkhoff-solver": "a"})
+    wine_line = next(line for line in md.splitlines() if line.startswith("| Wine"))
+    iris_line = next(line for line in md.splitlines() if line.startswith("| Iris"))
+    assert "7.50 † / 5.00 (+2.50) [a]" in wine_line and "†" not in iris_line
+    rows = {(r["row"], r["column"]): r for r in csv.DictReader(io.StringIO(to_csv(table)))}
+    assert rows[("Wine", "B")]["converged"] == "false"
+    assert rows[("Iris", "B")]["converged"] == "true"
+    out = tmp_path / "reports"
+    build_report(root, out, layout=layout, figures=False)
+    assert "`†`: the fit of the cell" in (out / "demo.md").read_text()
+    # wine/run-b: one grid fit and its refit; every other run converged or has no flags
+    assert "Non-converged fits: 2 (of the " in (out / "README.md").read_text()

@@ -1,10 +1,10 @@
-"""The truncated Newton solver (``fit_projection_model(solver="newton")``): it reaches the
-optimum of the regularized objective that a long L-BFGS run reaches, on kernel and linear
-models of a few sets, and its result does not depend on the BLAS threads of the caller."""
+"""The semismooth Newton solver (``fit_projection_model(solver="newton")``, the kernel
+models' default): it reaches the optimum of the regularized objective that a long L-BFGS
+run reaches, on kernel and linear models of a few sets, and its result does not depend on
+the BLAS threads of the caller."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
@@ -24,10 +24,9 @@ from projloss.estimators._solver import fit_projection_model
 
 @pytest.fixture
 def newton(monkeypatch):
-    """Make the estimators fit with the Newton solver."""
-    monkeypatch.setattr(
-        base, "fit_projection_model", functools.partial(fit_projection_model, solver="newton")
-    )
+    """Make the estimators fit with the Newton solver (the kernel models' default)."""
+    monkeypatch.setitem(base.SOLVERS, "linear", "newton")
+    monkeypatch.setitem(base.SOLVERS, "poly", "newton")
 
 
 def iris(n=60):
@@ -72,9 +71,7 @@ def test_poly_kernel_permutahedron_reaches_the_optimum(newton, degree, alpha):
     ids=["unit_cube", "knapsack"],
 )
 def test_linear_models_reach_the_optimum(newton, make):
-    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run.
-    (The ordinal order simplex is not covered: the Newton solver fails there, see
-    ``_newton_cg``.)"""
+    """Linear multilabel models (Tables 6-7's sets): the objective of a long L-BFGS run."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((80, 5))
     est = make()
@@ -123,3 +120,210 @@ def test_result_independent_of_blas_threads(newton):
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-12)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_permutahedron_jacobian_is_the_derivative_and_merges_kinks():
+    """The exact Jacobian of the permutahedron projection equals the differences of the
+    projection away from kinks; at a kink (two pools with equal values) it is the
+    largest-rank element (the pools merged)."""
+    require_sets("permutahedron")
+    from projloss.estimators._newton import _BasisProblem, permutahedron_jacobians
+    from projloss.sets import get_set
+
+    S = get_set("permutahedron")
+    rng = np.random.default_rng(3)
+    theta = 3 * rng.standard_normal((200, 5))
+    u = S.project(theta, "euclidean")
+    problem = _BasisProblem(np.ones((200, 1)), np.zeros((200, 5)), S, "euclidean", (5,), 1.0, False)
+    np.testing.assert_allclose(
+        permutahedron_jacobians(theta, u, 1e-9), problem.difference_jacobians(theta, u), atol=1e-6
+    )
+    # theta = w - 1 is on the kink between the vertex w (theta = c w - 1, c > 1: every
+    # pool a singleton, J = 0) and the one-pool piece (c < 1): the merged Jacobian has rank
+    w = np.arange(5.0, 0.0, -1.0)
+    kink = (w - 1.0)[None, :]
+    J = permutahedron_jacobians(kink, S.project(kink, "euclidean"), 1e-9)
+    assert np.linalg.matrix_rank(J[0], tol=0.5) > 0
+    inside = (w * 3.0)[None, :]
+    assert not permutahedron_jacobians(inside, S.project(inside, "euclidean"), 1e-9).any()
+
+
+@pytest.mark.parametrize("kind", ["dense", "spectral"])
+def test_preconditioners_invert_the_generalized_hessian(kind):
+    """Both exact preconditioners of the Newton method invert ``H`` (penalized
+    intercept), on a degree-3 kernel of real data."""
+    require_sets("permutahedron")
+    from sklearn.metrics.pairwise import polynomial_kernel
+
+    from projloss.estimators._newton import _BasisProblem, spectral_basis
+    from projloss.sets import get_set
+
+    X, y = iris(40)
+    K = polynomial_kernel(X, X, degree=3, coef0=1.0)
+    basis = spectral_basis(np.hstack([K, np.ones((40, 1))]))
+    S = get_set("permutahedron")
+    phi = S.encode(y, 3)
+    problem = _BasisProblem(basis.G, phi, S, "euclidean", (3,), 1e-2, False)
+    rng = np.random.default_rng(4)
+    X0 = rng.standard_normal((3, basis.G.shape[1])) / basis.s
+    _, _, theta, u = problem.value_and_gradient(X0)
+    J = problem.jacobians(theta, u)
+    precond = getattr(problem, f"{kind}_preconditioner")(J)
+    R = rng.standard_normal(X0.shape)
+    np.testing.assert_allclose(problem.hvp(J, precond(R)), R, rtol=1e-6, atol=1e-6)
+
+
+def test_lbfgs_unconverged_fit_is_finished_by_newton():
+    """A linear fit that L-BFGS leaves at ``max_iter`` is finished by the Newton method
+    (converged, the optimum of a long L-BFGS run); a fit that L-BFGS brings to its
+    tolerance is the same, to the last bit, with or without the fallback."""
+    from projloss.sets import get_set
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((120, 6))
+    Y = (X @ rng.standard_normal((6, 4)) + rng.standard_normal((120, 4)) > 0).astype(float)
+    kw = dict(alpha=1e-4, fit_intercept=True, penalize_intercept=True, tol=1e-5)
+    cube = get_set("unit_cube")
+    with pytest.warns(ConvergenceWarning):
+        alone = fit_projection_model(
+            X, Y, cube, "euclidean", max_iter=5, newton_fallback=False, **kw
+        )
+    finished = fit_projection_model(X, Y, cube, "euclidean", max_iter=5, **kw)
+    assert not alone.converged and finished.converged and finished.n_iter > 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = fit_projection_model(X, Y, cube, "euclidean", max_iter=50_000, **{**kw, "tol": 1e-10})
+    np.testing.assert_allclose(finished.objective, ref.objective, rtol=1e-9)
+    a = fit_projection_model(X, Y, cube, "euclidean", max_iter=500, **{**kw, "alpha": 1.0})
+    b = fit_projection_model(
+        X, Y, cube, "euclidean", max_iter=500, newton_fallback=False, **{**kw, "alpha": 1.0}
+    )
+    assert a.converged and np.array_equal(a.coef, b.coef) and a.n_iter == b.n_iter
+
+
+def glass():
+    X, y = load_label_ranking("glass")
+    return StandardScaler().fit_transform(X), y
+
+
+def test_cold_kernel_fit_at_small_alpha_converges_along_the_path():
+    """Table 3's degree-3 permutahedron model on the whole of glass at alpha = 1e-4 from 0
+    (a refit: no tuned point to start from): the continuation path converges within
+    ``max_iter`` (the Newton method from 0 at that alpha stopped after 440 iterations
+    without converging), at the optimum (its objective is not above the one reached by
+    the same solver warm-started from the fit at alpha = 1e-3)."""
+    require_sets("permutahedron")
+    X, y = glass()
+    kw = dict(projection_set="permutahedron", model="poly", degree=3, penalize_intercept=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        cold = ProjectionLabelRanker(alpha=1e-4, **kw).fit(X, y)
+        warm = ProjectionLabelRanker(alpha=1e-3, warm_start=True, **kw).fit(X, y)
+        warm.set_params(alpha=1e-4).fit(X, y)
+    assert cold.converged_ and warm.converged_
+    assert cold.n_iter_ <= cold.max_iter and cold.n_iter_newton_ == cold.n_iter_
+    np.testing.assert_allclose(cold.objective_, warm.objective_, rtol=1e-5)
+    np.testing.assert_array_equal(cold.predict(X), warm.predict(X))
+
+
+def test_continuation_path():
+    from projloss.estimators._newton import continuation_path
+
+    assert continuation_path(1e-4, 1e3) == pytest.approx([1e3, 1e2, 10, 1, 0.1, 1e-2, 1e-3, 1e-4])
+    assert continuation_path(50.0, 1.0) == [50.0]
+    # the last stage is never shorter than sqrt(factor): 2.5 -> 1 is not split off
+    assert continuation_path(1.0, 2.5) == [1.0]
+
+
+@pytest.mark.parametrize("bounds", [(0, 3), (2, 4), (1, 12)], ids=["upper", "lower+upper", "cube"])
+def test_knapsack_jacobian_is_the_derivative(bounds):
+    """The diagonal-minus-rank-one Jacobian of the Euclidean knapsack projection equals
+    the two-sided differences of the projection (random points: the cube branch and both
+    capped branches), and at the kink theta = 0 of the cube branch it is the curved side
+    (the coordinate is free)."""
+    from projloss.estimators._newton import _BasisProblem, knapsack_jacobians
+    from projloss.sets import get_set
+
+    lo, hi = bounds
+    S = get_set("knapsack", lower=lo, upper=hi)
+    k = 12
+    rng = np.random.default_rng(7)
+    theta = rng.uniform(-0.5, 1.5, (400, k)) + rng.choice([-0.4, 0.0, 0.5], (400, 1))
+    u = S.project(theta, "euclidean")
+    J = knapsack_jacobians(S, theta, u)
+    problem = _BasisProblem(np.ones((400, 1)), np.zeros((400, k)), S, "euclidean", (k,), 1.0, False)
+    reference = problem.difference_jacobians(theta, u)
+    np.testing.assert_allclose(J.dense(), reference, atol=1e-6)
+    # every branch was seen
+    total = np.clip(theta, 0, 1).sum(axis=1)
+    assert ((total >= lo) & (total <= hi)).any()
+    if hi < k:
+        assert (total > hi).any()
+    if lo > 0:
+        assert (total < lo).any()
+    T = rng.standard_normal((400, k))
+    np.testing.assert_allclose(J.apply(T), np.einsum("iab,ib->ia", J.dense(), T), atol=1e-12)
+    kink = np.zeros((1, k))
+    kink[0, :2] = 0.5  # sum 1, inside the budget for every bounds but lower = 2
+    Jk = knapsack_jacobians(S, kink, S.project(kink, "euclidean"))
+    if lo <= 1:
+        assert Jk.d[0].all()  # theta_i = 0 counts as free: the curved side
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name", ["knapsack", "unit_cube", "permutahedron"])
+def test_hessian_vector_products_match_gradient_differences(name, sparse):
+    """``hvp`` (matrix-free: structured Jacobians, features kept sparse) equals central
+    differences of the gradient, at a random point of a real feature matrix (the gradient is
+    piecewise linear in the coefficients: a small step stays on one piece)."""
+    import scipy.sparse as sp
+
+    from projloss.estimators._newton import _BasisProblem
+    from projloss.sets import get_set
+
+    require_sets(name)
+    X, _ = iris(60)
+    rng = np.random.default_rng(8)
+    k = 3 if name == "permutahedron" else 5
+    S = get_set(name, **({"lower": 1, "upper": 2} if name == "knapsack" else {}))
+    F = np.where(rng.random(X.shape) < 0.5, X, 0.0)  # half the entries 0
+    G = sp.csr_matrix(F) if sparse else F
+    phi = rng.random((60, k))
+    problem = _BasisProblem(G, phi, S, "euclidean", (k,), 0.3, True)
+    B = rng.standard_normal((k, F.shape[1] + 1))
+    D = rng.standard_normal(B.shape)
+    _, _, theta, u = problem.value_and_gradient(B)
+    J = problem.jacobians(theta, u)
+    h = 1e-7
+    diff = problem.value_and_gradient(B + h * D)[1] - problem.value_and_gradient(B - h * D)[1]
+    np.testing.assert_allclose(problem.hvp(J, D), diff / (2 * h), rtol=1e-5, atol=1e-6)
+    M = problem.preconditioner(J)(D)  # a preconditioner is symmetric positive definite
+    assert float(np.sum(M * D)) > 0
+
+
+def test_wide_knapsack_finish_is_matrix_free(monkeypatch):
+    """A sparse linear multilabel knapsack model with more outputs than the coupled-set
+    limit (80 labels, as cal500's 174) at a small alpha: L-BFGS stops at ``max_iter``, the
+    Newton method finishes it without forming a dense Hessian, at the optimum of a long,
+    tight L-BFGS run; ``n_iter_`` counts both solvers, ``n_iter_newton_`` the Newton part."""
+    import scipy.sparse as sp
+
+    from projloss.estimators._newton import MAX_COUPLED_OUTPUTS, _BasisProblem
+
+    def no_dense(self, J):
+        raise AssertionError("a dense Hessian was formed")
+
+    monkeypatch.setattr(_BasisProblem, "dense_preconditioner", no_dense)
+    monkeypatch.setattr(_BasisProblem, "spectral_preconditioner", no_dense)
+    rng = np.random.default_rng(9)
+    n, d, k = 300, 40, 80
+    assert k > MAX_COUPLED_OUTPUTS
+    X = sp.random(n, d, density=0.2, format="csr", random_state=9)
+    Y = (X @ rng.standard_normal((d, k)) + rng.standard_normal((n, k)) > 1.0).astype(int)
+    kw = dict(projection_set="knapsack", knapsack_upper=6, alpha=1e-3, penalize_intercept=True)
+    est = ProjectionMultilabelClassifier(max_iter=20, **kw)
+    est.fit(X, Y)
+    assert est.converged_
+    assert est.n_iter_newton_ > 0 and est.n_iter_ == 20 + est.n_iter_newton_
+    ref = reference(est, X, Y)
+    np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-8)

@@ -1,0 +1,779 @@
+r"""Semismooth Newton-CG in the singular basis of the features (the kernel models' solver).
+
+The objective of :mod:`._solver`,
+
+.. math::
+    F(B) = \frac1n\sum_i S_C^\Psi(B \tilde f_i, y_i) + \frac\alpha2\|B_{\mathrm{pen}}\|_F^2,
+
+is written in the basis of the singular vectors of the penalized features
+:math:`\tilde F_{\mathrm{pen}} = U \Sigma Q^\top` (the features, and the column of 1s
+when the intercept is penalized; for a kernel model :math:`[K, \mathbf 1]`): with
+:math:`V = B_{\mathrm{pen}} Q` (an orthogonal change of variables, so
+:math:`\|V\|_F = \|B_{\mathrm{pen}}\|_F` and the regularizer stays
+:math:`\frac\alpha2\|V\|^2`) the outputs are :math:`\theta_i = V g_i (+ b)` with
+features :math:`G = U\Sigma` whose columns are orthogonal. Singular values below
+:data:`CUTOFF` (``1e-12``) times the largest are dropped, with their :math:`V` columns set to
+0: they are below the rounding of the computed decomposition (about
+:math:`\sqrt n\,\epsilon\,\sigma_{\max}`), and the optimal weight of such a direction
+moves :math:`\theta` by at most :math:`\sigma_j^2 \|\nabla S\| / (n\alpha)` (below
+:math:`10^{-9}` for the paper's degree-3 kernels at :math:`\alpha = 10^{-4}`).
+
+Why not L-BFGS: with the degree-3 kernel the Hessian's eigenvalues span
+:math:`\alpha` to :math:`\sigma_{\max}^2 / n` (``1e-4`` to ``2e12`` on vehicle), and a
+rescaling of the coordinates (the preconditioned L-BFGS) cannot follow the curvature of a
+piecewise-quadratic loss whose pieces change from sample to sample (measured: 27 of the
+60 kernel grid fits of Table 3 stopped at ``max_iter``; ``benchmarks/RESULTS.md``).
+
+Each iteration solves :math:`H D = -\nabla F` by conjugate gradients with the generalized
+Hessian
+
+.. math::
+    H = \frac1n \sum_i J_i \otimes \tilde g_i \tilde g_i^\top + \alpha I_{\mathrm{pen}},
+
+:math:`J_i` a Jacobian of the projection at :math:`\theta_i`: for the Euclidean
+permutahedron the exact one (:func:`permutahedron_jacobians`, the largest-rank element at a
+kink: without this choice the method stalls, since the regularizer pushes many samples
+exactly onto the kink of their zero-loss region); for the other sets ``p`` forward
+differences of the batched projection. The Hessian-vector products are exact (two matrix
+products). The preconditioner is the exact inverse of :math:`H` (with the intercept
+penalized, i.e. :math:`H` itself for a penalized intercept) from the SVD of
+:math:`A = [e \otimes \tilde g_i]` (``R`` rows, the total rank of the Jacobians: samples
+whose projection is a vertex contribute none), refactored only when the last solve needed
+more than :data:`REUSE_CG` CG iterations. Steps: a line search on the directional
+derivative (:func:`_line_search`), not on the objective, whose rounding (about
+``1e-10`` relative for degree-3 kernels) hides the decrease of the last steps.
+
+Stopping rule: the max-norm of the gradient of :math:`F` in the *original* coordinates
+:math:`B` (:math:`\nabla_B F = \nabla_V F\, Q^\top`) at most ``tol``: the same rule as the
+linear models' L-BFGS, not a rule in rescaled coordinates (reachable: the rounding of that
+gradient is about ``1e-8`` on the paper's kernels).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.linalg import cho_factor, cho_solve
+from scipy.optimize import OptimizeResult
+
+from ..losses import loss_from_projection
+from ..sets import ConvexSet
+from ..sets.knapsack import Knapsack
+from ..sets.nonneg import NonNegative
+from ..sets.permutahedron import Permutahedron
+from ..sets.reals import Reals
+from ..sets.unit_cube import UnitCube
+
+#: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
+SEPARABLE = (UnitCube, NonNegative, Reals)
+
+#: the largest output size of a non-separable set for the L-BFGS fallback (e.g. the
+#: knapsack polytope of cal500's 174 labels: 174 x 174 Jacobians per sample)
+MAX_COUPLED_OUTPUTS = 64
+
+#: relative cutoff of the singular values kept (see the module docstring)
+CUTOFF = 1e-12
+
+#: pools of the permutahedron whose values differ by at most this, relative to
+#: ``1 + max |theta|``, are merged in the Jacobian (see :func:`permutahedron_jacobians`)
+MERGE = 1e-9
+
+#: the preconditioner is refactored when the previous solve took more CG iterations
+REUSE_CG = 10
+
+#: the dense Cholesky preconditioner is used only if the largest curvature of ``H`` over
+#: ``alpha`` is below this (beyond, rounding makes the formed ``H`` indefinite)
+DENSE_COND = 1e12
+
+#: the largest total Jacobian rank for the exact (SVD) preconditioner
+MAX_RANK = 3000
+
+#: the largest number of CG iterations per Newton step (an inexact Newton step: CG from
+#: 0 gives a descent direction at every iteration)
+MAX_CG = 250
+
+#: the ratio of two successive regularizations of the continuation path
+CONTINUATION = 10.0
+
+#: the Newton iterations of a continuation stage before it is split in two
+STAGE_ITER = 50
+
+#: the largest number of times a continuation stage is split
+MAX_SPLITS = 3
+
+#: the largest Hessian (``p m`` coefficients) formed densely for the Cholesky
+#: preconditioner (``(p m)^2`` doubles: 288 MB at the limit; vowel's degree-3 kernel,
+#: 11 x 423, needs it); above (tmc2007_500's 22 labels x 501 features: 11k coefficients,
+#: a 1 GB matrix), Hessian-vector products only
+MAX_DENSE_COEF = 6000
+
+Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+
+@dataclass
+class DiagonalMinusRankOne:
+    r"""Jacobians :math:`J_i = \mathrm{diag}(d_i) - v_i v_i^	op`, ``d`` and ``v`` of shape
+    ``(n, p)``: the Euclidean knapsack polytope's (:func:`knapsack_jacobians`)."""
+
+    d: NDArray[np.float64]
+    v: NDArray[np.float64]
+
+    def apply(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``J_i t_i`` for the rows ``t_i`` of ``T`` ``(n, p)``: ``O(n p)``."""
+        return self.d * T - self.v * np.sum(self.v * T, axis=1, keepdims=True)
+
+    def dense(self) -> NDArray[np.float64]:
+        """The ``(n, p, p)`` matrices (for tests)."""
+        n, p = self.d.shape
+        J = np.zeros((n, p, p))
+        J[:, np.arange(p), np.arange(p)] = self.d
+        return J - self.v[:, :, None] * self.v[:, None, :]
+
+
+_BASIS_CACHE: dict[str, tuple[str, SpectralBasis]] = {}
+
+
+@dataclass
+class SpectralBasis:
+    """``F_pen = G Q^T`` with ``G = U Sigma`` (orthogonal columns), singular values kept."""
+
+    G: Any  # (n, m); the sparse features themselves when Q is None
+    Q: NDArray[np.float64] | None  # (d_pen, m), orthonormal columns; None: the identity
+    s: NDArray[np.float64]  # (m,)
+    n_dropped: int
+
+
+def spectral_basis(F_pen: NDArray[np.float64], cutoff: float = CUTOFF) -> SpectralBasis:
+    """The thin SVD of ``F_pen`` without the singular values ``< cutoff * max``.
+
+    Cached for the last matrix (a lambda grid refits the same kernel ten times)."""
+    key = hashlib.blake2b(F_pen.tobytes(), digest_size=16).hexdigest()
+    key = f"{F_pen.shape}-{cutoff}-{key}"
+    hit = _BASIS_CACHE.get("last")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    U, s, Vt = np.linalg.svd(F_pen, full_matrices=False)
+    keep = s > cutoff * (float(s[0]) if s.size else 0.0)
+    basis = SpectralBasis(
+        np.ascontiguousarray(U[:, keep] * s[keep]),
+        np.ascontiguousarray(Vt[keep].T),
+        s[keep],
+        int((~keep).sum()),
+    )
+    _BASIS_CACHE["last"] = (key, basis)
+    return basis
+
+
+def affordable(projection_set: ConvexSet, p: int, geometry: str = "euclidean") -> bool:
+    """Whether the Newton method is cheap for this set and output size: separable sets
+    (diagonal Jacobians) and the Euclidean knapsack polytope (diagonal minus rank one)
+    always; otherwise ``(p, p)`` Jacobians per sample and a Hessian coupling the outputs,
+    up to :data:`MAX_COUPLED_OUTPUTS` outputs."""
+    if isinstance(projection_set, SEPARABLE):
+        return True
+    if isinstance(projection_set, Knapsack) and geometry == "euclidean":
+        return True
+    return p <= MAX_COUPLED_OUTPUTS
+
+
+def knapsack_jacobians(
+    projection_set: Knapsack, theta: NDArray[np.float64], u: NDArray[np.float64]
+) -> DiagonalMinusRankOne:
+    r"""Jacobians of the Euclidean projection onto the knapsack polytope (Proposition 3),
+    ``(n, p)`` rows ``theta`` and their projections ``u``.
+
+    Inside the budget (the sum of :math:`\mathrm{clip}(\theta, 0, 1)` in :math:`[l, u]`)
+    the projection is the clip: :math:`J = \mathrm{diag}(1_F)`, :math:`F` the coordinates
+    with :math:`0 \le \theta_i \le 1` (closed: at a kink, the curved side, the
+    largest-rank element of the generalized Jacobian). On a capped simplex
+    (:math:`u = \mathrm{clip}(\theta - \tau, 0, 1)`, :math:`\sum u = m` fixed) the free
+    coordinates :math:`F = \{0 < u_i < 1\}` move with :math:`\theta` less their mean:
+    :math:`J = \mathrm{diag}(1_F) - 1_F 1_F^\top / |F|`. ``O(n p)``, no ``(p, p)``
+    matrix."""
+    p = theta.shape[1]
+    lo, hi = projection_set._bounds(p)
+    total = np.clip(theta, 0.0, 1.0).sum(axis=1)
+    capped = (total > hi) | (total < lo)
+    inside = (theta >= 0.0) & (theta <= 1.0)
+    free = np.where(capped[:, None], (u > 0.0) & (u < 1.0), inside)
+    d = free.astype(np.float64)
+    size = d.sum(axis=1, keepdims=True)
+    v = np.where(capped[:, None] & free, 1.0 / np.sqrt(np.maximum(size, 1.0)), 0.0)
+    return DiagonalMinusRankOne(d, v)
+
+
+def permutahedron_jacobians(
+    theta: NDArray[np.float64], u: NDArray[np.float64], tol: float
+) -> NDArray[np.float64]:
+    r"""Jacobians of the Euclidean projection onto the permutahedron, ``(n, k, k)``.
+
+    :math:`P(\theta)_\sigma = s - v` with :math:`v` the isotonic regression of
+    :math:`s - w` (``projloss.sets.permutahedron``), constant on pools of consecutive
+    sorted entries: :math:`\partial P = I - B`, with :math:`B` the averaging over each
+    pool. Pools are read from :math:`v = \theta - u` (equal on a pool); two neighbouring
+    pools whose values differ by at most ``tol`` are merged: at a kink this picks the
+    element of the generalized Jacobian with the largest rank (the curvature of the piece
+    the sample is about to enter), which keeps the Newton step from jumping over it."""
+    n, k = theta.shape
+    order = np.argsort(-theta, axis=1, kind="stable")
+    v = np.take_along_axis(theta - u, order, axis=1)
+    new_pool = np.abs(np.diff(v, axis=1)) > tol
+    pool = np.concatenate([np.zeros((n, 1), dtype=np.intp), np.cumsum(new_pool, axis=1)], 1)
+    same = pool[:, :, None] == pool[:, None, :]
+    B = same / same.sum(axis=2, keepdims=True)
+    Js = np.eye(k) - B  # in sorted order
+    inv = np.argsort(order, axis=1)
+    J = np.take_along_axis(Js, inv[:, :, None], axis=1)
+    return np.take_along_axis(J, inv[:, None, :], axis=2)
+
+
+class _BasisProblem:
+    r""":math:`F` as a function of :math:`X = [V, b]` (``b`` only for an unpenalized
+    intercept), features :math:`\tilde G = [G, \mathbf 1]`."""
+
+    def __init__(
+        self,
+        G: NDArray[np.float64],
+        phi: NDArray[np.float64],
+        projection_set: ConvexSet,
+        geometry: str,
+        event_shape: tuple[int, ...],
+        alpha: float,
+        free_intercept: bool,
+    ) -> None:
+        n = G.shape[0]
+        self.sparse = sp.issparse(G)
+        if self.sparse:
+            G = sp.csr_matrix(G)
+            self.Gt = sp.hstack([G, np.ones((n, 1))], format="csr") if free_intercept else G
+            self.GtT = self.Gt.T.tocsr()  # row-major both ways: the products of each CG step
+        else:
+            self.Gt = np.hstack([G, np.ones((n, 1))]) if free_intercept else G
+        self.pen = np.ones(self.Gt.shape[1])
+        if free_intercept:
+            self.pen[-1] = 0.0
+        self.phi, self.set, self.geometry = phi, projection_set, geometry
+        self.event_shape, self.alpha = event_shape, alpha
+        self.nfev = 0
+
+    def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        n, p = theta.shape
+        return self.set.project(theta.reshape(n, *self.event_shape), self.geometry).reshape(n, p)
+
+    def value_and_gradient(
+        self, X: NDArray[np.float64]
+    ) -> tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        self.nfev += 1
+        n = self.Gt.shape[0]
+        theta = self.Gt @ X.T
+        u = self.project(theta)
+        value = float(np.sum(loss_from_projection(theta, u, self.phi, self.geometry, 1))) / n
+        Xp = X * self.pen
+        value += 0.5 * self.alpha * float(np.sum(Xp * Xp))
+        grad = self.features_t(u - self.phi) / n + self.alpha * Xp
+        return value, grad, theta, u
+
+    def jacobians(
+        self, theta: NDArray[np.float64], u: NDArray[np.float64]
+    ) -> NDArray | DiagonalMinusRankOne:
+        """``(n, p, p)`` Jacobians, their diagonals ``(n, p)`` for the separable sets, or
+        :class:`DiagonalMinusRankOne` for the Euclidean knapsack polytope."""
+        if isinstance(self.set, SEPARABLE):
+            return self.diagonal_jacobians(theta, u)
+        if isinstance(self.set, Knapsack) and self.geometry == "euclidean":
+            return knapsack_jacobians(self.set, theta, u)
+        if isinstance(self.set, Permutahedron) and self.geometry == "euclidean":
+            return permutahedron_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
+        return self.difference_jacobians(theta, u)
+
+    def diagonal_jacobians(
+        self, theta: NDArray[np.float64], u: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The diagonal Jacobians ``(n, p)`` of a separable projection (box, orthant,
+        reals: one coordinate at a time), from forward and backward differences of all
+        coordinates at once, the larger of the two (the curved side at a kink)."""
+        h = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.abs(theta).max()))
+        forward = (self.project(theta + h) - u) / h
+        backward = (u - self.project(theta - h)) / h
+        d = np.maximum(forward, backward)
+        return np.where(d > 1e-6, d, 0.0)
+
+    def difference_jacobians(self, theta: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray:
+        """``J[i] ~ dP(theta_i)``, ``(n, p, p)``: per direction ``a`` the forward or the
+        backward difference, whichever has the larger ``J[a, a]`` (at a kink, the side
+        with curvature: for the box and the nonnegative orthant, exactly the largest-rank
+        element of the generalized Jacobian), symmetrized, with the eigenvalues below
+        1e-6 (difference noise) set to 0."""
+        n, p = theta.shape
+        h = np.sqrt(np.finfo(np.float64).eps) * (1.0 + float(np.abs(theta).max()))
+        J = np.empty((n, p, p))
+        for a in range(p):
+            t = theta.copy()
+            t[:, a] += h
+            forward = (self.project(t) - u) / h
+            t[:, a] -= 2 * h
+            backward = (u - self.project(t)) / h
+            use_forward = forward[:, a] >= backward[:, a]
+            J[:, :, a] = np.where(use_forward[:, None], forward, backward)
+        w, E = np.linalg.eigh(0.5 * (J + J.transpose(0, 2, 1)))
+        w = np.where(w > 1e-6, w, 0.0)  # PSD (a projection's Jacobian), rounding removed
+        return np.einsum("iab,ib,icb->iac", E, w, E)
+
+    def hvp(self, J: NDArray | DiagonalMinusRankOne, D: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`H D = \frac1n \tilde G^\top [J_i (\tilde G D^\top)_i]_i
+        + \alpha D_{\mathrm{pen}}`: two products with the features and the Jacobians
+        applied row by row (matrix-free: no ``(p m)^2`` Hessian)."""
+        n = self.Gt.shape[0]
+        T = self.Gt @ D.T
+        if isinstance(J, DiagonalMinusRankOne):
+            T = J.apply(T)
+        else:
+            T = J * T if J.ndim == 2 else np.einsum("iab,ib->ia", J, T)
+        return self.features_t(T) / n + self.alpha * (D * self.pen)
+
+    def features_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`T^\top \tilde G`, ``(p, m)``, for ``T`` ``(n, p)`` (sparse features stay
+        sparse)."""
+        if self.sparse:
+            return np.asarray(self.GtT @ T).T
+        return T.T @ self.Gt
+
+    def preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
+        r"""The cheapest exact inverse of ``H`` that is accurate here (dense Cholesky or
+        the SVD of the Jacobians' rows, by their flop counts), else the block diagonal;
+        for diagonal-minus-rank-one Jacobians, the exact inverse for their diagonals
+        (:math:`J_i \preceq \mathrm{diag}(d_i)`: one ``m x m`` factorization per
+        output, never a ``(p m)^2`` matrix)."""
+        if self.sparse:
+            return self.jacobi_preconditioner(J)
+        if isinstance(J, DiagonalMinusRankOne):
+            return self.output_preconditioner(J.d)
+        if J.ndim == 2:
+            return self.output_preconditioner(J)
+        n, p, _ = J.shape
+        m = self.Gt.shape[1]
+        rank = int(np.sum(np.linalg.eigvalsh(J) > 1e-6))
+        N = p * m
+        svd_cost = 4.0 * rank * rank * N if rank <= N else 4.0 * N * N * rank
+        dense_cost = p * (p + 1) / 2 * n * m * m + N**3 / 3
+        if N > MAX_DENSE_COEF:
+            dense_cost = np.inf  # matrix-free: the SVD of the Jacobians' rows, or blocks
+        if dense_cost < svd_cost or (rank > MAX_RANK and N <= MAX_DENSE_COEF):
+            precond = self.dense_preconditioner(J)
+            if precond is not None:
+                return precond
+        return self.spectral_preconditioner(J) or self.block_preconditioner(J)
+
+    def jacobi_preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
+        r"""The inverse of the diagonal of ``H``,
+        :math:`H_{(a,j),(a,j)} = \frac1n \sum_i (J_i)_{aa} \tilde g_{ij}^2 + \alpha`: for
+        sparse features in their own coordinates (a linear model), one product with the
+        squared features, ``O(nnz p)``; the exact inverses cost ``p`` products of the
+        ``(n, m)`` features with themselves (tmc2007_500: 30 s per factorization)."""
+        if isinstance(J, DiagonalMinusRankOne):
+            diag = J.d - J.v * J.v
+        else:
+            diag = J if J.ndim == 2 else np.einsum("iaa->ia", J)
+        n = self.Gt.shape[0]
+        M = self.features_squared_t(diag) / n + self.alpha * self.pen
+        inv = np.where(M > 0, 1.0 / np.where(M > 0, M, 1.0), 0.0)
+        return lambda R: R * inv
+
+    def features_squared_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
+        if self.sparse:
+            return np.asarray(self.Gt.multiply(self.Gt).T @ T).T
+        return T.T @ (self.Gt * self.Gt)
+
+    def output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
+        r"""The exact inverse of ``H`` for diagonal Jacobians: ``H`` is then block
+        diagonal over the outputs, :math:`H_a = \frac1n \tilde G^\top \mathrm{diag}(J_{:a})
+        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output."""
+        n, p = J.shape
+        Gt = self.Gt
+        inverses = []
+        for a in range(p):
+            M = Gt.T @ (J[:, a, None] * Gt) / n
+            M[np.diag_indices_from(M)] += self.alpha * self.pen
+            w, E = np.linalg.eigh(M)
+            top = max(float(w.max()), 1e-300)
+            inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+            inverses.append((E * inv) @ E.T)
+        Minv = np.stack(inverses)  # (p, m, m)
+        return lambda R: np.einsum("ajk,ak->aj", Minv, R)
+
+    def block_preconditioner(self, J: NDArray) -> Precond:
+        """The inverse of the block diagonal of ``H`` (one ``p x p`` block per feature)."""
+        n = self.Gt.shape[0]
+        p = J.shape[1]
+        M = np.einsum("ij,iab->jab", self.Gt * self.Gt, J) / n
+        M += self.alpha * self.pen[:, None, None] * np.eye(p)
+        w, E = np.linalg.eigh(M)
+        top = max(float(w.max()), 1e-300)
+        inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+        Minv = np.einsum("jab,jb,jcb->jac", E, inv, E)
+        return lambda R: np.einsum("jab,bj->aj", Minv, R)
+
+    def dense_preconditioner(self, J: NDArray) -> Precond | None:
+        r"""The exact inverse of ``H`` by a Cholesky factorization of ``H`` formed densely
+        (``p (p + 1) / 2`` products :math:`\tilde G^\top \mathrm{diag}(J_{ab}) \tilde G`).
+        Cheaper than the SVD when many samples have Jacobians of high rank (vowel:
+        ``R ~ n (k - 1)``), but only accurate when :math:`\|H\| / \alpha` is well
+        inside double precision: ``None`` above :data:`DENSE_COND`, for an intercept that is
+        not penalized (``H`` singular along the flat directions of the loss), or if the
+        factorization fails."""
+        n, p, _ = J.shape
+        Gt = self.Gt
+        m = Gt.shape[1]
+        if self.pen.min() == 0.0:
+            return None
+        top = float(np.max(np.sum(Gt * Gt, axis=0))) / n
+        if top > DENSE_COND * self.alpha:
+            return None
+        H = np.empty((p, m, p, m))
+        for a in range(p):
+            for b in range(a, p):
+                block = Gt.T @ (J[:, a, b, None] * Gt) / n
+                H[a, :, b, :] = block
+                if b != a:
+                    H[b, :, a, :] = block.T
+        H = H.reshape(p * m, p * m)
+        H[np.diag_indices_from(H)] += self.alpha
+        try:
+            factor = cho_factor(H, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        return lambda Rm: cho_solve(factor, Rm.ravel(), check_finite=False).reshape(Rm.shape)
+
+    def spectral_preconditioner(self, J: NDArray, max_rank: int = MAX_RANK) -> Precond | None:
+        r"""The inverse of :math:`H_\alpha = \alpha I + \frac1n A^\top A` (``H`` with the
+        intercept penalized too, i.e. ``H`` itself for a penalized intercept). The rows of
+        ``A`` are :math:`e \otimes \tilde g_i` for the eigenvectors :math:`e` of
+        :math:`J_i` scaled by the square roots of their eigenvalues: their number ``R`` is
+        the total rank of the Jacobians, small for the polyhedral sets (a sample whose
+        projection is a vertex contributes none). With the thin SVD
+        :math:`A / \sqrt n = W \Sigma Z^\top`,
+        :math:`H_\alpha^{-1} = Z (\alpha + \Sigma^2)^{-1} Z^\top
+        + \frac1\alpha (I - Z Z^\top)`: no squared condition number (the Woodbury form
+        :math:`(n\alpha I + A A^\top)^{-1}` has one of :math:`\sigma_{\max}^2/\alpha`,
+        beyond double precision for degree-3 kernels). ``None`` if ``R > max_rank``."""
+        n, p, _ = J.shape
+        lam = self.alpha
+        w, E = np.linalg.eigh(J)
+        keep = w > 1e-6
+        rows, cols = np.nonzero(keep)
+        if rows.size == 0:
+            return lambda Rm: Rm / lam
+        if rows.size > max_rank:
+            return None
+        Ebar = E[rows, :, cols] * np.sqrt(w[rows, cols])[:, None]  # (R, p)
+        m = self.Gt.shape[1]
+        A = (Ebar[:, :, None] * self.Gt[rows][:, None, :]).reshape(rows.size, p * m)
+        _, sig, Zt = np.linalg.svd(A / np.sqrt(n), full_matrices=False)
+        scale = 1.0 / (lam + sig * sig)
+
+        def precond(Rm: NDArray[np.float64]) -> NDArray[np.float64]:
+            v = Rm.ravel()
+            c = Zt @ v
+            out = (v - Zt.T @ c) / lam + Zt.T @ (scale * c)
+            return out.reshape(Rm.shape)
+
+        return precond
+
+
+def _pcg(
+    problem: _BasisProblem, J: NDArray, G: NDArray, precond: Precond, rtol: float, max_cg: int
+) -> tuple[NDArray[np.float64], int]:
+    """Approximately solve ``H D = -G`` by preconditioned CG from 0 (relative residual
+    ``rtol``); stops at a direction of non-positive curvature."""
+    gnorm = float(np.linalg.norm(G))
+    D = np.zeros_like(G)
+    R = -G
+    Z = precond(R)
+    P = Z
+    rz = float(np.sum(R * Z))
+    it = 0
+    while it < max_cg:
+        it += 1
+        HP = problem.hvp(J, P)
+        curv = float(np.sum(P * HP))
+        if curv <= 0:
+            break
+        a = rz / curv
+        D = D + a * P
+        R = R - a * HP
+        if float(np.linalg.norm(R)) <= rtol * gnorm:
+            break
+        Z = precond(R)
+        rz_new = float(np.sum(R * Z))
+        P = Z + (rz_new / rz) * P
+        rz = rz_new
+    if not D.any():
+        D = precond(-G)
+    return D, it
+
+
+def _line_search(
+    problem: _BasisProblem,
+    X: NDArray[np.float64],
+    D: NDArray[np.float64],
+    slope: float,
+    c2: float = 0.1,
+    max_evals: int = 60,
+) -> tuple[float, float, NDArray, NDArray, NDArray]:
+    r"""A step :math:`t` along ``D`` with :math:`|\phi'(t)| \le c_2 |\phi'(0)|`,
+    :math:`\phi(t) = F(X + tD)` (strong Wolfe curvature condition), by expansion from
+    :math:`t = 1` then false position (Illinois) on :math:`\phi'`. :math:`\phi` is convex
+    and piecewise quadratic for the polyhedral sets, so :math:`\phi'` is nondecreasing and
+    piecewise linear; unlike an Armijo test on :math:`\phi`, the test on
+    :math:`\phi' = \langle\nabla F, D\rangle` is not lost in the rounding of the
+    objective near the solution. Returns ``(t, F, grad, theta, u)`` at the step (``t = 0``
+    if no point with a smaller derivative magnitude was found)."""
+
+    def at(t: float) -> tuple[float, tuple]:
+        out = problem.value_and_gradient(X + t * D)
+        return float(np.sum(out[1] * D)), out
+
+    target = c2 * abs(slope)
+    t_lo, d_lo = 0.0, slope
+    best: tuple[float, float, tuple] | None = None
+    t = 1.0
+    d, out = at(t)
+    evals = 1
+    while d < -target and evals < max_evals:  # still descending: expand
+        best = (t, d, out)
+        t_lo, d_lo = t, d
+        t *= 4.0
+        d, out = at(t)
+        evals += 1
+    if abs(d) <= target:
+        return (t, *out)
+    if d < 0:  # no bracket: the best expansion point
+        return (t, *out)
+    t_hi, d_hi = t, d
+    side = 0
+    while evals < max_evals:
+        t = t_lo - d_lo * (t_hi - t_lo) / (d_hi - d_lo)
+        if not t_lo < t < t_hi:
+            t = 0.5 * (t_lo + t_hi)
+        d, out = at(t)
+        evals += 1
+        if best is None or abs(d) < abs(best[1]):
+            best = (t, d, out)
+        if abs(d) <= target:
+            return (t, *out)
+        if d < 0:
+            t_lo, d_lo = t, d
+            if side == -1:
+                d_hi *= 0.5
+            side = -1
+        else:
+            t_hi, d_hi = t, d
+            if side == 1:
+                d_lo *= 0.5
+            side = 1
+    if best is None or (best[1] > 0 and abs(best[1]) >= abs(slope)):
+        return (0.0, np.nan, np.empty(0), np.empty(0), np.empty(0))
+    return (best[0], *best[2])
+
+
+def continuation_path(alpha: float, scale: float, factor: float = CONTINUATION) -> list[float]:
+    r"""The regularizations of a cold-started fit: from ``scale`` (the average curvature
+    of the data term, :func:`data_curvature`) down to ``alpha`` by factors of ``factor``,
+    ending at ``alpha`` (just ``[alpha]`` if ``alpha >= scale``).
+
+    Examples
+    --------
+    >>> continuation_path(1e-4, 1.0)
+    [1.0, 0.1, 0.01, 0.001, 0.0001]
+    >>> continuation_path(5.0, 1.0)
+    [5.0]
+    """
+    path = []
+    a = float(scale)
+    while a > alpha * factor**0.5:
+        path.append(a)
+        a /= factor
+    return [*path, float(alpha)]
+
+
+def data_curvature(basis: SpectralBasis, n: int) -> float:
+    r"""The average curvature of the data term for unit Jacobians,
+    :math:`\|\tilde F_{\mathrm{pen}}\|_F^2 / (n\, m)` (``m`` the basis size): above it the
+    regularizer dominates the Hessian and a Newton method converges from anywhere in a
+    few steps."""
+    m = max(basis.s.size, 1)
+    return float(np.sum(basis.s * basis.s)) / (n * m)
+
+
+@dataclass
+class _Solve:
+    """The outcome of :func:`_newton_solve`."""
+
+    X: NDArray[np.float64]
+    f: float
+    g: NDArray[np.float64]
+    nit: int
+    n_cg: int
+    n_factor: int
+    success: bool
+    message: str
+
+
+def _newton_solve(
+    problem: _BasisProblem,
+    X: NDArray[np.float64],
+    original_gradient: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    *,
+    tol: float,
+    max_iter: int,
+    max_cg: int,
+) -> _Solve:
+    """Newton iterations from ``X`` at ``problem.alpha`` until the max-norm of the gradient
+    in the original coordinates is at most ``tol`` (or ``max_iter`` iterations)."""
+    f, g, theta, u = problem.value_and_gradient(X)
+    nit, cg_total, n_factor, success, message = 0, 0, 0, False, ""
+    precond: Precond | None = None
+    n_cg = 0
+    while True:
+        gmax = float(np.abs(original_gradient(g)).max()) if g.size else 0.0
+        if gmax <= tol:
+            success, message = True, f"max |grad| {gmax:.3g} <= tol"
+            break
+        if nit >= max_iter:
+            message = f"iteration limit reached (max |grad| {gmax:.3g})"
+            break
+        J = problem.jacobians(theta, u)
+        gnorm = float(np.linalg.norm(g))
+        if precond is None or n_cg > REUSE_CG:  # the last factorization has gone stale
+            precond = problem.preconditioner(J)
+            n_factor += 1
+        D, n_cg = _pcg(problem, J, g, precond, min(0.1, np.sqrt(gnorm)), max_cg)
+        cg_total += n_cg
+        slope = float(np.sum(g * D))
+        if slope >= 0:  # rounding: fall back to the preconditioned gradient
+            D = -precond(g)
+            slope = float(np.sum(g * D))
+        step, f_new, g_new, theta_new, u_new = _line_search(problem, X, D, slope)
+        nit += 1
+        if step == 0.0:
+            # the directional derivative is lost in rounding (a tiny last step, whose
+            # slope g^T D ~ |g|^2 / curvature is below the rounding of <grad, D>): the
+            # full step if it decreases the norm of the gradient (the merit function of
+            # the Newton method for the equation grad F = 0)
+            step = 1.0
+            f_new, g_new, theta_new, u_new = problem.value_and_gradient(X + D)
+            if not float(np.linalg.norm(g_new)) < gnorm:
+                message = f"no step along the Newton direction (max |grad| {gmax:.3g})"
+                break
+        X, f, g, theta, u = X + step * D, f_new, g_new, theta_new, u_new
+    return _Solve(X, f, g, nit, cg_total, n_factor, success, message)
+
+
+def newton_fit(
+    F_pen: NDArray[np.float64],
+    phi: NDArray[np.float64],
+    projection_set: ConvexSet,
+    geometry: str,
+    event_shape: tuple[int, ...],
+    *,
+    alpha: float,
+    free_intercept: bool,
+    B0: NDArray[np.float64],
+    max_iter: int,
+    tol: float,
+    max_cg: int = MAX_CG,
+    continuation: bool = False,
+) -> OptimizeResult:
+    r"""Minimize :math:`F` (module docstring) from ``B0 = [B_pen, b]`` (``b`` only if
+    ``free_intercept``, an unpenalized intercept); ``F_pen``: the penalized features
+    (with the column of 1s for a penalized intercept), dense. Returns ``x`` = the solution
+    in the original coordinates, ``nit`` Newton iterations (over all the stages, at most
+    ``max_iter``), ``success`` whether the gradient rule was met.
+
+    ``continuation=True`` (a cold start): solve along :func:`continuation_path`, from the
+    regularization where the data term stops dominating down to ``alpha``, each stage
+    warm-started from the previous one (as the tune stage's grid). From 0 at a small
+    ``alpha``, the semismooth Newton steps cross many pieces of the loss at once and can
+    stall (the vehicle degree-3 refit at ``alpha = 1e-4``: 180 iterations, 160,000 CG
+    iterations, not converged); along the path each stage starts close to its solution."""
+    if alpha <= 0:
+        raise ValueError("the Newton solver needs alpha > 0")
+    if sp.issparse(F_pen):
+        # sparse (linear) features: their own coordinates, kept sparse (Jacobi
+        # preconditioner); no SVD, which would densify them
+        F_pen = sp.csr_matrix(F_pen)
+        sq = np.asarray(F_pen.multiply(F_pen).sum(axis=0)).ravel()
+        basis = SpectralBasis(F_pen, None, np.sqrt(sq[sq > 0]), 0)
+    else:
+        basis = spectral_basis(F_pen)
+    problem = _BasisProblem(
+        basis.G, phi, projection_set, geometry, event_shape, alpha, free_intercept
+    )
+    d_pen = F_pen.shape[1]
+    Q = basis.Q
+    m = d_pen if Q is None else Q.shape[1]
+    X = B0[:, :d_pen] if Q is None else B0[:, :d_pen] @ Q
+    if free_intercept:
+        X = np.hstack([X, B0[:, d_pen:]])
+
+    def original_gradient(grad: NDArray[np.float64]) -> NDArray[np.float64]:
+        if Q is None:
+            return grad
+        g = grad[:, :m] @ Q.T
+        return np.hstack([g, grad[:, -1:]]) if free_intercept else g
+
+    path = [alpha]
+    if continuation:
+        path = continuation_path(alpha, data_curvature(basis, F_pen.shape[0]), factor=CONTINUATION)
+    total = _Solve(X, np.nan, np.empty(0), 0, 0, 0, False, "")
+    stages = 0
+
+    def solve(X: NDArray[np.float64], a: float, budget: int) -> _Solve:
+        nonlocal stages
+        stages += 1
+        problem.alpha = a
+        out = _newton_solve(problem, X, original_gradient, tol=tol, max_iter=budget, max_cg=max_cg)
+        total.nit, total.n_cg = total.nit + out.nit, total.n_cg + out.n_cg
+        total.n_factor += out.n_factor
+        return out
+
+    def follow(X: NDArray[np.float64], a_from: float, a_to: float, depth: int) -> _Solve:
+        """Solve at ``a_to`` from ``X`` (the solution at ``a_from``); a stage that does
+        not converge in :data:`STAGE_ITER` iterations is split in two (geometric
+        midpoint), up to :data:`MAX_SPLITS` times."""
+        left = max_iter - total.nit
+        last = depth >= MAX_SPLITS
+        out = solve(X, a_to, left if last else min(STAGE_ITER, left))
+        if out.success or last or total.nit >= max_iter:
+            return out
+        mid = float(np.sqrt(a_from * a_to))
+        out = follow(X, a_from, mid, depth + 1)
+        return follow(out.X, mid, a_to, depth + 1)
+
+    out = solve(X, path[0], max_iter if len(path) == 1 else min(STAGE_ITER, max_iter))
+    for a_from, a_to in itertools.pairwise(path):
+        out = follow(out.X, a_from, a_to, 0)
+    X = out.X
+    B = X[:, :m] if Q is None else X[:, :m] @ Q.T
+    if free_intercept:
+        B = np.hstack([B, X[:, -1:]])
+    return OptimizeResult(
+        x=B,
+        fun=out.f,
+        nit=total.nit,
+        nfev=problem.nfev,
+        success=out.success,
+        message=out.message,
+        n_cg=total.n_cg,
+        n_factor=total.n_factor,
+        n_dropped=basis.n_dropped,
+        n_stages=stages,
+    )
