@@ -27,6 +27,7 @@ SECTION_MODULES = (
     "benchmarks.birkhoff",
     "benchmarks.jax_baselines",
     "benchmarks.fits",
+    "benchmarks.solver",
     "benchmarks.scaling",
     "benchmarks.table1",
     "benchmarks.repro",
