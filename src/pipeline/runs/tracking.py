@@ -874,6 +874,8 @@ def get_or_create_experiment(client: Any, name: str, artifact_location: str | No
 
 
 _WAL_HOOKED = False
+#: the SQLite connections this process opened (:func:`close_sqlite_connections`)
+_SQLITE_CONNECTIONS: list[Any] = []
 
 
 def _sqlite_wal() -> None:
@@ -898,8 +900,23 @@ def _sqlite_wal() -> None:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
+            _SQLITE_CONNECTIONS.append(dbapi_connection)
 
     _WAL_HOOKED = True
+
+
+def close_sqlite_connections() -> None:
+    """Close every SQLite connection this process opened (a process that ends without the
+    interpreter's clean-up, :func:`pipeline.stage.main`): the last one to close copies
+    the write-ahead log into the database file and removes it (a checkpoint), so that
+    ``mlflow.db`` alone holds every run. A transaction left open is rolled back; closing
+    a connection twice does nothing."""
+    while _SQLITE_CONNECTIONS:
+        connection = _SQLITE_CONNECTIONS.pop()
+        try:
+            connection.close()
+        except Exception as exc:  # e.g. closed from another thread's pool
+            log.debug("could not close a SQLite connection: %s", exc)
 
 
 def init_store(uri: str, timeout: float = 5.0) -> None:
