@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, cholesky, solve_triangular
 from scipy.optimize import OptimizeResult
 
 from ..losses import loss_from_projection
@@ -69,10 +69,16 @@ from ..sets.knapsack import Knapsack
 from ..sets.nonneg import NonNegative
 from ..sets.permutahedron import Permutahedron
 from ..sets.reals import Reals
+from ..sets.row_simplex import RowSimplex
+from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
 SEPARABLE = (UnitCube, NonNegative, Reals)
+
+#: the simplex and its products (one simplex per row): Jacobians diagonal minus rank one
+#: per row (:func:`simplex_jacobians`), ``O(n p)`` whatever the number of outputs
+SIMPLICES = (Simplex, RowSimplex)
 
 #: the largest output size of a non-separable set for the L-BFGS fallback (e.g. the
 #: knapsack polytope of cal500's 174 labels: 174 x 174 Jacobians per sample)
@@ -119,22 +125,35 @@ Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
 @dataclass
 class DiagonalMinusRankOne:
-    r"""Jacobians :math:`J_i = \mathrm{diag}(d_i) - v_i v_i^	op`, ``d`` and ``v`` of shape
-    ``(n, p)``: the Euclidean knapsack polytope's (:func:`knapsack_jacobians`)."""
+    r"""Jacobians :math:`J_i = \mathrm{diag}(d_i) - \sum_r v_{ir} v_{ir}^\top`, ``d`` and
+    ``v`` of shape ``(n, p)``, the outputs cut into ``blocks`` consecutive blocks of equal
+    size and :math:`v_{ir}` the part of :math:`v_i` on block ``r`` (zero elsewhere): the
+    Euclidean knapsack polytope's (one block, :func:`knapsack_jacobians`), the simplex's
+    and the row simplex's (one block per row, :func:`simplex_jacobians`)."""
 
     d: NDArray[np.float64]
     v: NDArray[np.float64]
+    blocks: int = 1
 
     def apply(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
         """``J_i t_i`` for the rows ``t_i`` of ``T`` ``(n, p)``: ``O(n p)``."""
-        return self.d * T - self.v * np.sum(self.v * T, axis=1, keepdims=True)
+        if self.blocks == 1:
+            return self.d * T - self.v * np.sum(self.v * T, axis=1, keepdims=True)
+        n, p = T.shape
+        V = self.v.reshape(n, self.blocks, -1)
+        dots = np.sum(V * T.reshape(V.shape), axis=2, keepdims=True)
+        return self.d * T - (V * dots).reshape(n, p)
 
     def dense(self) -> NDArray[np.float64]:
         """The ``(n, p, p)`` matrices (for tests)."""
         n, p = self.d.shape
         J = np.zeros((n, p, p))
         J[:, np.arange(p), np.arange(p)] = self.d
-        return J - self.v[:, :, None] * self.v[:, None, :]
+        size = p // self.blocks
+        for r in range(self.blocks):
+            b = slice(r * size, (r + 1) * size)
+            J[:, b, b] -= self.v[:, b, None] * self.v[:, None, b]
+        return J
 
 
 _BASIS_CACHE: dict[str, tuple[str, SpectralBasis]] = {}
@@ -176,7 +195,7 @@ def affordable(projection_set: ConvexSet, p: int, geometry: str = "euclidean") -
     (diagonal Jacobians) and the Euclidean knapsack polytope (diagonal minus rank one)
     always; otherwise ``(p, p)`` Jacobians per sample and a Hessian coupling the outputs,
     up to :data:`MAX_COUPLED_OUTPUTS` outputs."""
-    if isinstance(projection_set, SEPARABLE):
+    if isinstance(projection_set, SEPARABLE + SIMPLICES):
         return True
     if isinstance(projection_set, Knapsack) and geometry == "euclidean":
         return True
@@ -207,6 +226,32 @@ def knapsack_jacobians(
     size = d.sum(axis=1, keepdims=True)
     v = np.where(capped[:, None] & free, 1.0 / np.sqrt(np.maximum(size, 1.0)), 0.0)
     return DiagonalMinusRankOne(d, v)
+
+
+def simplex_jacobians(
+    theta: NDArray[np.float64], u: NDArray[np.float64], k: int, geometry: str
+) -> DiagonalMinusRankOne:
+    r"""Jacobians of the projection onto the simplex, or onto each row of a row-simplex
+    point (``(n, p)`` rows ``theta``, their projections ``u``, ``p / k`` simplices of size
+    ``k`` per row). KL (the softmax): :math:`J = \mathrm{diag}(u) - u u^\top` per simplex.
+    Euclidean (sparsemax, Martins & Astudillo 2016): :math:`J = \mathrm{diag}(1_S) -
+    1_S 1_S^\top / |S|` with :math:`S` the support :math:`\{j: \theta_j \ge \tau\}`,
+    :math:`\tau` the threshold of the projection :math:`u = (\theta - \tau)_+`, closed
+    (ties within :data:`MERGE` counted in: at a kink, the largest-rank element of the
+    generalized Jacobian, as for the permutahedron). ``O(n p)``."""
+    n, p = theta.shape
+    blocks = p // k
+    if geometry == "kl":
+        return DiagonalMinusRankOne(u.copy(), u.copy(), blocks)
+    T, U = theta.reshape(n, blocks, k), u.reshape(n, blocks, k)
+    positive = U > 0.0
+    count = np.maximum(positive.sum(axis=2, keepdims=True), 1)
+    tau = (np.sum(np.where(positive, T, 0.0), axis=2, keepdims=True) - 1.0) / count
+    support = positive | (T >= tau - MERGE * (1.0 + np.abs(T).max(axis=2, keepdims=True)))
+    size = support.sum(axis=2, keepdims=True)
+    d = support.astype(np.float64)
+    v = d / np.sqrt(np.maximum(size, 1))
+    return DiagonalMinusRankOne(d.reshape(n, p), v.reshape(n, p), blocks)
 
 
 def permutahedron_jacobians(
@@ -284,11 +329,14 @@ class _BasisProblem:
         self, theta: NDArray[np.float64], u: NDArray[np.float64]
     ) -> NDArray | DiagonalMinusRankOne:
         """``(n, p, p)`` Jacobians, their diagonals ``(n, p)`` for the separable sets, or
-        :class:`DiagonalMinusRankOne` for the Euclidean knapsack polytope."""
+        :class:`DiagonalMinusRankOne` for the Euclidean knapsack polytope, the simplex and
+        the row simplex."""
         if isinstance(self.set, SEPARABLE):
             return self.diagonal_jacobians(theta, u)
         if isinstance(self.set, Knapsack) and self.geometry == "euclidean":
             return knapsack_jacobians(self.set, theta, u)
+        if isinstance(self.set, SIMPLICES):
+            return simplex_jacobians(theta, u, self.event_shape[-1], self.geometry)
         if isinstance(self.set, Permutahedron) and self.geometry == "euclidean":
             return permutahedron_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
         return self.difference_jacobians(theta, u)
@@ -398,14 +446,23 @@ class _BasisProblem:
         \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output."""
         n, p = J.shape
         Gt = self.Gt
+        m = Gt.shape[1]
+        eye = np.eye(m)
         inverses = []
         for a in range(p):
-            M = Gt.T @ (J[:, a, None] * Gt) / n
+            rows = np.flatnonzero(J[:, a] > 0)  # the samples with curvature on output a
+            S = Gt[rows] * np.sqrt(J[rows, a] / n)[:, None]
+            M = S.T @ S  # a symmetric rank-k update (BLAS syrk): the rows in the support only
             M[np.diag_indices_from(M)] += self.alpha * self.pen
-            w, E = np.linalg.eigh(M)
-            top = max(float(w.max()), 1e-300)
-            inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
-            inverses.append((E * inv) @ E.T)
+            try:  # Cholesky: positive definite whenever every coefficient is penalized
+                L = cholesky(M, lower=True)
+                Linv = solve_triangular(L, eye, lower=True)
+                inverses.append(Linv.T @ Linv)
+            except LinAlgError:  # singular (an unpenalized intercept, no curvature)
+                w, E = np.linalg.eigh(M)
+                top = max(float(w.max()), 1e-300)
+                inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+                inverses.append((E * inv) @ E.T)
         Minv = np.stack(inverses)  # (p, m, m)
         return lambda R: np.einsum("ajk,ak->aj", Minv, R)
 
@@ -658,9 +715,14 @@ def _newton_solve(
         D, n_cg = _pcg(problem, J, g, precond, min(0.1, np.sqrt(gnorm)), max_cg)
         cg_total += n_cg
         slope = float(np.sum(g * D))
-        if slope >= 0:  # rounding: fall back to the preconditioned gradient
+        if not slope < 0:  # rounding (or a direction without curvature, e.g. an unpenalized
+            # intercept where no sample has curvature: CG diverges): the preconditioned
+            # gradient
             D = -precond(g)
             slope = float(np.sum(g * D))
+        if not np.isfinite(slope):
+            message = f"no finite Newton direction (max |grad| {gmax:.3g})"
+            break
         step, f_new, g_new, theta_new, u_new = _line_search(problem, X, D, slope)
         nit += 1
         if step == 0.0:

@@ -47,6 +47,10 @@ class ConvexSet(ParamsMixin, ABC):
     #: Geometries whose projection kernel checks that theta is finite in the same pass
     #: as it projects (:meth:`_project_fused`), instead of a separate pass of validation.
     fused_check: ClassVar[tuple[str, ...]] = ()
+    #: True when the projection is computed exactly (a finite algorithm, to rounding);
+    #: False for an iterative solver stopped at a tolerance (the Birkhoff polytope), whose
+    #: differences are too noisy for a Newton method's Jacobians.
+    exact_projection: ClassVar[bool] = True
 
     @property
     def event_ndim(self) -> int:

@@ -321,9 +321,104 @@ def test_wide_knapsack_finish_is_matrix_free(monkeypatch):
     X = sp.random(n, d, density=0.2, format="csr", random_state=9)
     Y = (X @ rng.standard_normal((d, k)) + rng.standard_normal((n, k)) > 1.0).astype(int)
     kw = dict(projection_set="knapsack", knapsack_upper=6, alpha=1e-3, penalize_intercept=True)
+    monkeypatch.setitem(base.SOLVERS, "linear", "lbfgs")  # L-BFGS first (the finish's case)
     est = ProjectionMultilabelClassifier(max_iter=20, **kw)
     est.fit(X, Y)
     assert est.converged_
     assert est.n_iter_newton_ > 0 and est.n_iter_ == 20 + est.n_iter_newton_
     ref = reference(est, X, Y)
     np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-8)
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "kl"])
+@pytest.mark.parametrize("name,shape", [("simplex", (7,)), ("row_simplex", (4, 4))])
+def test_simplex_jacobians_are_the_derivative(name, shape, geometry):
+    """The per-row diagonal-minus-rank-one Jacobians of the simplex (sparsemax, softmax)
+    and of the row simplex equal the two-sided differences of the projection, and at a
+    kink of sparsemax (a coordinate exactly at the threshold: ties of the support) they are
+    the curved side, the largest-rank element (the coordinate counts in the support)."""
+    from projloss.estimators._newton import _BasisProblem, simplex_jacobians
+    from projloss.sets import get_set
+
+    S = get_set(name)
+    k, p = shape[-1], int(np.prod(shape))
+    rng = np.random.default_rng(11)
+    theta = rng.normal(0.0, 0.6, (300, p)) + rng.choice([0.0, 3.0], (300, p), p=[0.8, 0.2])
+    u = S.project(theta.reshape(300, *shape), geometry).reshape(300, p)
+    J = simplex_jacobians(theta, u, k, geometry)
+    problem = _BasisProblem(np.ones((300, 1)), np.zeros((300, p)), S, geometry, shape, 1.0, False)
+    np.testing.assert_allclose(J.dense(), problem.difference_jacobians(theta, u), atol=1e-6)
+    T = rng.standard_normal((300, p))
+    np.testing.assert_allclose(J.apply(T), np.einsum("iab,ib->ia", J.dense(), T), atol=1e-12)
+    if geometry == "euclidean":
+        assert ((u == 0) & (theta > theta.min())).any()  # sparse projections were seen
+        kink = np.zeros((1, p))
+        kink[0, ::k] = 1.0  # every row (1, 0, 0, ...): u = e_1, the others at tau = 0
+        u_kink = S.project(kink.reshape(1, *shape), geometry).reshape(1, p)
+        Jk = simplex_jacobians(kink, u_kink, k, geometry)
+        assert Jk.d.all()  # every coordinate at the threshold counts: the curved side
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "kl"])
+def test_row_simplex_hessian_vector_products_match_gradient_differences(geometry):
+    """``hvp`` with the row simplex's structured Jacobians equals central differences of
+    the gradient (KL: the softmax is smooth; Euclidean: a small step stays on one piece)."""
+    from projloss.estimators._newton import _BasisProblem
+    from projloss.sets import get_set
+
+    X, _ = iris(60)
+    rng = np.random.default_rng(12)
+    k = 4
+    S = get_set("row_simplex")
+    phi = np.stack([np.eye(k)[rng.permutation(k)] for _ in range(60)]).reshape(60, k * k)
+    problem = _BasisProblem(X, phi, S, geometry, (k, k), 0.3, True)
+    B = rng.standard_normal((k * k, X.shape[1] + 1))
+    D = rng.standard_normal(B.shape)
+    _, _, theta, u = problem.value_and_gradient(B)
+    J = problem.jacobians(theta, u)
+    h = 1e-7
+    diff = problem.value_and_gradient(B + h * D)[1] - problem.value_and_gradient(B - h * D)[1]
+    np.testing.assert_allclose(problem.hvp(J, D), diff / (2 * h), rtol=1e-5, atol=1e-6)
+
+
+def test_fit_stopped_by_the_decrease_rule_is_finished_to_tol():
+    """On a flat optimum (nearly separable data, alpha = 1e-4) L-BFGS stops by its relative
+    decrease rule (``ftol = 1e-9``, the pipeline's setting before: ``tol = 1e-5``) with
+    the gradient far above ``1e-9``; with ``tol = 1e-9`` the Newton finish takes every fit
+    to ``max |grad| <= tol``: two fits whose L-BFGS paths differ (from 0 and from a point
+    1e-9 away, as another CPU's rounding would make them) end at the same coefficients to
+    1e-7, where L-BFGS alone ends more than 1e-5 apart."""
+    from projloss.estimators._solver import _Problem
+    from projloss.sets import get_set
+
+    X, Y = _separable_multilabel()
+    cube = get_set("unit_cube")
+    kw = dict(alpha=1e-4, fit_intercept=True, penalize_intercept=True, max_iter=500)
+    start = np.random.default_rng(1).standard_normal((Y.shape[1], X.shape[1])) * 1e-9
+    fits = {}
+    for finish, tol in ((False, 1e-5), (True, 1e-9)):
+        for name, init in (("zero", None), ("moved", start)):
+            fits[finish, name] = fit_projection_model(
+                X, Y, cube, "euclidean", tol=tol, coef_init=init, newton_fallback=finish, **kw
+            )
+    problem = _Problem(X, Y, cube, "euclidean", (Y.shape[1],), 1e-4, True, True)
+
+    def gmax(fit):
+        B = np.hstack([fit.coef, fit.intercept[:, None]])
+        return float(np.abs(problem.value_and_gradient(B)[1]).max())
+
+    lbfgs = fits[False, "zero"], fits[False, "moved"]
+    assert all(f.converged and f.n_iter_newton == 0 for f in lbfgs)  # by its ftol rule
+    assert min(gmax(f) for f in lbfgs) > 1e-7  # ... far above 1e-9
+    assert np.abs(lbfgs[0].coef - lbfgs[1].coef).max() > 1e-5  # ... at path-dependent points
+    newton = fits[True, "zero"], fits[True, "moved"]
+    assert all(f.converged and f.n_iter_newton > 0 and gmax(f) <= 1e-9 for f in newton)
+    np.testing.assert_allclose(newton[0].coef, newton[1].coef, rtol=0, atol=1e-7)
+
+
+def _separable_multilabel():
+    """A nearly separable multilabel problem: the optimum at a small alpha is flat."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((80, 5))
+    Y = (X @ rng.standard_normal((5, 3)) > 0).astype(float)
+    return X, Y

@@ -152,6 +152,7 @@ def test_one_projection_per_objective_evaluation():
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
+        newton_fallback=False,  # L-BFGS alone (the Newton finish differences projections)
     )
     assert res.converged
     assert len(calls) == res.n_evals >= res.n_iter  # value and gradient share a projection
