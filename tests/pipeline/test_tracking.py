@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import http.server
+import io
+import json
 import logging
 import socket
 import threading
 import time
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline.runs.tracking import (
@@ -187,3 +191,118 @@ def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> Non
     curve = sorted((m.step, m.value) for m in client.get_metric_history(batched, "val.mae"))
     assert len(curve) == 13 and (3, 0.25) in curve and (3, 0.5) in curve
     assert runs[0].data.metrics["val.mae"] == 1.0 / 12  # the latest: step 11
+
+
+def _model_files(client, run_id: str, model_id: str, dst: Path) -> dict[str, bytes]:
+    """The files of a logged model, by relative path."""
+    import mlflow.artifacts
+
+    root = Path(mlflow.artifacts.download_artifacts(f"models:/{model_id}", dst_path=str(dst)))
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
+    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:meth:`MLflowTracker.log_model` logs what ``mlflow.sklearn.log_model`` logs (the same
+    files: MLmodel with its signature and input example, the example, the pinned
+    requirements, the skops model; the logged model's params and metrics copied from the
+    run; the registered version) without MLflow reloading the model to serve its example
+    (a third of the call's time, once per evaluated run); the model still loads and
+    predicts from raw rows as an sklearn model and as a pyfunc."""
+    import mlflow
+    import mlflow.pyfunc
+    import mlflow.sklearn
+    import yaml
+    from mlflow.models import infer_signature
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.config.composition import Composition, make_estimator
+    from pipeline.data import load_prepared
+    from pipeline.runs import mlflow_view as view
+    from pipeline.runs.tracking import _requirements, trusted_types
+
+    from .conftest import run_config
+
+    monkeypatch.setenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", "true")
+    cfg = run_config(prepared, [])
+    data = load_prepared("iris", cfg)
+    comp = Composition(
+        "label_ranking", "iris", "birkhoff", "euclidean", "birkhoff", "linear", "projection",
+        "hamming",
+    )
+    estimator = make_estimator(comp, alpha=1.0).fit(*data.train)
+    scaler = view.fitted_scaler(data, cfg)
+    model = view.raw_pipeline(estimator, scaler)
+    X = view.raw_rows(data.test[0][:5], scaler)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, register=True))
+    loads: list[str] = []
+    real_load = mlflow.pyfunc.load_model
+
+    def counted_load(model_uri, *args, **kwargs):
+        loads.append(str(model_uri))
+        return real_load(model_uri, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", counted_load)
+    with tracker.parent_run(task="label_ranking", name="ours", params={"p": "1"}) as ours:
+        tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+    assert loads == []  # MLflow's serving check reloads the model: once per model before
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", real_load)
+    with tracker.parent_run(task="label_ranking", name="mlflow's", params={"p": "1"}) as theirs:
+        tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        mlflow.sklearn.log_model(
+            model,
+            name="iris-model",
+            signature=infer_signature(X, model.predict(X)),
+            input_example=X,
+            pip_requirements=_requirements(),
+            skops_trusted_types=trusted_types(model),
+            registered_model_name="reg-theirs",
+        )
+    client = MlflowClient(uri)
+    exp_id = client.get_run(ours).info.experiment_id
+    logged = {}
+    for run_id in (ours, theirs):
+        (logged[run_id],) = client.search_logged_models(
+            experiment_ids=[exp_id], filter_string=f"source_run_id = '{run_id}'"
+        )
+    a, b = logged[ours], logged[theirs]
+    assert a.name == b.name == "iris-model"
+    assert a.params == b.params == {"p": "1"}
+    assert {m.key: m.value for m in a.metrics} == {m.key: m.value for m in b.metrics} == {
+        "val.hamming": 2.5,
+        "lambda.hamming": 1.0,
+    }
+    assert a.status == b.status
+    assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]
+    assert json.loads(b.tags.pop("mlflow.modelVersions"))[0]["name"] == "reg-theirs"
+    assert a.tags == b.tags
+    files = [
+        _model_files(client, r, logged[r].model_id, tmp_path / n)
+        for n, r in (("a", ours), ("b", theirs))
+    ]
+    assert sorted(files[0]) == sorted(files[1])
+    assert {"MLmodel", "input_example.json", "serving_input_example.json"} <= set(files[0])
+    for name in files[0]:
+        if name == "model.skops":  # skops names the arrays after their ids: same count
+            zips = [zipfile.ZipFile(io.BytesIO(f[name])) for f in files]
+            assert len(zips[0].namelist()) == len(zips[1].namelist())
+        elif name != "MLmodel":
+            assert files[0][name] == files[1][name], name
+    mlmodel = [yaml.safe_load(f["MLmodel"]) for f in files]
+    ids = ("model_uuid", "model_id", "run_id", "utc_time_created", "artifact_path")
+    for m in mlmodel:
+        for key in ids:
+            m.pop(key, None)
+    assert mlmodel[0] == mlmodel[1]
+    assert "signature" in mlmodel[0] and "saved_input_example_info" in mlmodel[0]
+    # registered, loaded, predicting from raw rows
+    assert [v.run_id for v in client.search_model_versions("name = 'reg-ours'")] == [ours]
+    expected = estimator.predict(data.test[0][:5])
+    loaded = mlflow.sklearn.load_model(f"models:/{a.model_id}")
+    np.testing.assert_array_equal(loaded.predict(X), expected)
+    served = mlflow.pyfunc.load_model(f"models:/{a.model_id}").predict(X)
+    np.testing.assert_array_equal(np.asarray(served), expected)

@@ -37,6 +37,7 @@ otherwise (the pipeline runs offline).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -46,6 +47,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from ..config.settings import TrackingSettings
@@ -771,10 +773,22 @@ class MLflowTracker(Tracker):
         registered_name: str | None = None,
     ) -> None:
         import mlflow.sklearn
+        from mlflow.models import Model
 
-        mlflow.sklearn.log_model(
-            model,
+        # mlflow.sklearn.log_model(...), without MLflow's check that the input example
+        # serves: it reloads the model just saved (skops) and predicts the example, a third
+        # of the call's time; this method predicted the same rows for the signature already
+        # (a model that cannot predict its example fails there). Everything logged is the
+        # same: the files of the model (the example included), its logged model, the link
+        # to the run's metrics, the registration.
+        Model.log(
+            artifact_path=None,
             name=name,
+            flavor=_SKLEARN_FLAVOR,
+            flavor_name="mlflow.sklearn",
+            validate_serving_input=False,
+            sk_model=model,
+            serialization_format=mlflow.sklearn._get_default_serialization_format(),
             signature=signature,
             input_example=X_example,
             pip_requirements=_requirements(),
@@ -839,7 +853,26 @@ def trusted_types(model: Any) -> list[str]:
     return [t for t in untrusted if t.startswith("projloss.")]
 
 
+def _save_sklearn_model(*, validate_serving_input: bool = True, **kwargs: Any) -> None:
+    """``mlflow.sklearn.save_model`` as ``Model.log`` calls a flavor's ``save_model``: with
+    every keyword of the log call, ``validate_serving_input`` (``Model.log``'s own) left out."""
+    import mlflow.sklearn
+
+    mlflow.sklearn.save_model(**kwargs)
+
+
+#: ``mlflow.sklearn`` as the flavor of ``mlflow.models.Model.log`` (its ``save_model``)
+_SKLEARN_FLAVOR = SimpleNamespace(__name__="mlflow.sklearn", save_model=_save_sklearn_model)
+
+
 def _requirements() -> list[str]:
+    """The model's pip requirements: this project and its numerical stack, pinned."""
+    return list(_pinned_requirements())
+
+
+@functools.cache
+def _pinned_requirements() -> tuple[str, ...]:
+    """:func:`_requirements`, looked up once per process (the installed versions)."""
     from importlib.metadata import PackageNotFoundError, version
 
     reqs = []
@@ -848,7 +881,7 @@ def _requirements() -> list[str]:
             reqs.append(f"{pkg}=={version(pkg)}")
         except PackageNotFoundError:
             reqs.append(pkg)
-    return reqs
+    return tuple(reqs)
 
 
 def connection_uri(uri: str) -> str:
