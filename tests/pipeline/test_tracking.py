@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -306,3 +307,99 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     np.testing.assert_array_equal(loaded.predict(X), expected)
     served = mlflow.pyfunc.load_model(f"models:/{a.model_id}").predict(X)
     np.testing.assert_array_equal(np.asarray(served), expected)
+
+
+def _child_rows(db: Path, run_id: str) -> dict[str, list[tuple]]:
+    """The rows of a run in MLflow's tables (its id, times and artifact folder left out)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        run = conn.execute(
+            "select name, source_type, source_name, entry_point_name, user_id, status,"
+            " deleted_time, source_version, lifecycle_stage, experiment_id from runs"
+            " where run_uuid = ?",
+            (run_id,),
+        ).fetchall()
+        out = {"runs": run}
+        for table, cols in (
+            ("tags", "key, value"),
+            ("params", "key, value"),
+            ("metrics", "key, value, step, is_nan"),
+            ("latest_metrics", "key, value, step, is_nan"),
+        ):
+            out[table] = sorted(
+                conn.execute(f"select {cols} from {table} where run_uuid = ?", (run_id,))
+            )
+    return out
+
+
+def test_child_runs_in_one_transaction_are_the_clients_runs(tmp_path: Path) -> None:
+    """A tuned run's child runs (one per lambda), replayed by the tune stage, are written
+    in one transaction (:func:`pipeline.runs.mlflow_bulk.insert_child_runs`), not three
+    client calls each: the same rows in every table MLflow reads (the run FINISHED, the
+    parent link, the run name, the composition tags, params, metrics and their latest
+    values, non-finite ones skipped) as ``MlflowClient.create_run`` + ``log_batch`` +
+    ``set_terminated`` give, start times in order, found by a metric filter of the UI."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.runs.tracking import RecordingTracker
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, group="g1"))
+    children = [
+        (f"lambda={lam:.3g}", {"lambda": lam}, {"val.mae": 0.5 - 0.1 * i, "n_iter": 7.0 + i})
+        for i, lam in enumerate([1e-4, 1.0, 1e4])
+    ]
+    children.append(("lambda=none", {"lambda": None}, {"val.mae": 0.7, "bad": float("nan")}))
+    rec = RecordingTracker()
+    for name, params, metrics in children:
+        rec.child_run(name, params, metrics)
+    rec.log_metrics({"val.mae": 0.3})
+    created: list[str] = []
+    create_run = tracker.client.create_run
+
+    def counted(*args, **kwargs):
+        created.append(kwargs.get("run_name", ""))
+        return create_run(*args, **kwargs)
+
+    tracker.client.create_run = counted
+    tags = {"set": "reals", "dataset": "ERA", "task": "ordinal"}
+    with tracker.parent_run(task="ordinal", name="p", tags=tags) as parent:
+        one_by_one = Tracker.child_runs(tracker, children)  # the client's calls
+        assert len(created) == len(children)
+        before = int(time.time() * 1000)
+        RecordingTracker.replay(rec.calls, tracker)
+        assert len(created) == len(children)  # none more: one transaction
+    client = MlflowClient(uri)
+    kids = client.search_runs(
+        [client.get_run(parent).info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}'",
+    )
+    assert len(kids) == 2 * len(children)
+    bulk = [r.info.run_id for r in sorted(kids, key=lambda r: r.info.start_time)]
+    bulk = [r for r in bulk if r not in one_by_one]
+    assert len(bulk) == len(children)
+    exp = client.get_experiment(client.get_run(parent).info.experiment_id)
+    for a, b in zip(one_by_one, bulk, strict=True):
+        assert _child_rows(db, a) == _child_rows(db, b)
+        ra, rb = client.get_run(a), client.get_run(b)
+        assert rb.info.status == "FINISHED" and rb.info.run_name == ra.info.run_name
+        assert rb.data.tags == ra.data.tags and rb.data.tags["mlflow.parentRunId"] == parent
+        assert rb.data.tags["set"] == "reals" and rb.data.tags["group"] == "g1"
+        assert rb.data.params == ra.data.params and rb.data.metrics == ra.data.metrics
+        assert rb.info.artifact_uri == f"{exp.artifact_location}/{b}/artifacts"
+        assert before <= rb.info.start_time <= rb.info.end_time <= int(time.time() * 1000)
+        history = client.get_metric_history(b, "val.mae")
+        assert [(m.step, m.timestamp) for m in history] == [(0, rb.info.start_time)]
+    starts = [client.get_run(b).info.start_time for b in bulk]
+    assert starts == sorted(set(starts))  # in the grid's order
+    assert client.get_run(bulk[-1]).data.params == {"lambda": "None"}
+    assert "bad" not in client.get_run(bulk[-1]).data.metrics
+    # the UI's metric filter reads the latest values
+    found = client.search_runs(
+        [exp.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}' and metrics.`val.mae` < 0.45",
+    )
+    assert sorted(r.info.run_id for r in found) == sorted([*one_by_one[1:3], *bulk[1:3]])
+    assert client.get_run(parent).data.metrics == {"val.mae": 0.3}

@@ -309,6 +309,13 @@ class Tracker:
         """Record one nested run (one lambda) under the active parent run."""
         return None
 
+    def child_runs(
+        self, children: Sequence[tuple[str, Mapping[str, Any], Mapping[str, float]]]
+    ) -> list[str | None]:
+        """:meth:`child_run` for each ``(name, params, metrics)`` of ``children``, in order
+        (:class:`MLflowTracker`: in one write of a database store)."""
+        return [self.child_run(name, params, metrics) for name, params, metrics in children]
+
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         """Log numeric metrics to the active parent run (non-finite values skipped), at
         ``step`` when given (e.g. the split index of a split sweep)."""
@@ -390,11 +397,21 @@ class RecordingTracker(Tracker):
         at the end in one :meth:`Tracker.log_batch` (an evaluated run logs a dozen of such
         calls -- its test values, the validation curve step by step, the chosen lambdas,
         tags --, each a transaction of the store otherwise). Their order does not matter
-        to MLflow: metrics keep their steps, a param is logged once, a tag is a value."""
+        to MLflow: metrics keep their steps, a param is logged once, a tag is a value.
+        Consecutive child runs (a tuned run's, one per lambda) are logged by one
+        :meth:`Tracker.child_runs`."""
         steps: list[tuple[Mapping[str, float], int | None]] = []
         params: dict[str, Any] = {}
         tags: dict[str, str] = {}
+        children: list[tuple[str, Mapping[str, Any], Mapping[str, float]]] = []
         for method, args, kwargs in calls:
+            if method == "child_run":  # consecutive child runs: one Tracker.child_runs
+                bound = _bind(Tracker.child_run, args, kwargs)
+                children.append((bound["name"], bound["params"], bound["metrics"]))
+                continue
+            if children:
+                tracker.child_runs(children)
+                children = []
             if method == "log_metrics":
                 bound = _bind(Tracker.log_metrics, args, kwargs)
                 steps.append((bound["metrics"], bound.get("step")))
@@ -409,6 +426,8 @@ class RecordingTracker(Tracker):
                 tags.update(bound.get("tags") or {})
             else:
                 getattr(tracker, method)(*args, **kwargs)
+        if children:
+            tracker.child_runs(children)
         if steps or params or tags:
             tracker.log_batch(steps, params, tags)
 
@@ -645,6 +664,27 @@ class MLflowTracker(Tracker):
             raise TrackingError("child_run needs an active parent run")
         with self._store(f"logging the child run {name!r} of run {self.run_id}"):
             return self._child_run(name, params, metrics)
+
+    def child_runs(
+        self, children: Sequence[tuple[str, Mapping[str, Any], Mapping[str, float]]]
+    ) -> list[str | None]:
+        """The child runs of :meth:`child_run`, written in one transaction of a database
+        store (:func:`insert_child_runs`: a tuned run's grid of 10-30 lambdas, each three
+        transactions of MLflow's client otherwise); one by one on another store (a tracking
+        server)."""
+        if self.run_id is None or self._exp_id is None:
+            raise TrackingError("child_runs needs an active parent run")
+        if not children:
+            return []
+        with self._store(f"logging {len(children)} child runs of run {self.run_id}"):
+            from .mlflow_bulk import insert_child_runs, is_sql_store
+
+            store = self.client._tracking_client.store
+            if is_sql_store(store):
+                return list(
+                    insert_child_runs(store, self._exp_id, self.run_id, self._child_tags, children)
+                )
+            return [self._child_run(name, params, metrics) for name, params, metrics in children]
 
     def _child_run(
         self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]
