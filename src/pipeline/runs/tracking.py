@@ -620,15 +620,27 @@ class MLflowTracker(Tracker):
     def orphans(self, exp_id: str, name: str) -> list[str]:
         """RUNNING parent runs named ``name`` whose process is gone: started on this host
         (tags ``host``, ``pid``) by a process that no longer exists (killed with
-        ``kill -9``, a lost server, a power cut). Runs of other hosts are left alone."""
-        quoted = name.replace("'", "\\'")
-        runs = self.client.search_runs(
-            [exp_id],
-            filter_string=f"attributes.status = 'RUNNING' and tags.mlflow.runName = '{quoted}'",
-        )
+        ``kill -9``, a lost server, a power cut). Runs of other hosts are left alone.
+
+        The store is asked for the experiment's RUNNING runs and the name is compared
+        here: a filter on the name (a tag, or the run-name attribute) makes a database
+        store scan every run's tags, 16 ms per new run in an experiment of 6,000 runs
+        (3 ms without it); a RUNNING run is rare (this stage's, or a lost process's)."""
+        runs: list[Any] = []
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [exp_id], filter_string="attributes.status = 'RUNNING'", page_token=token
+            )
+            runs.extend(page)
+            token = page.token
+            if not token:
+                break
         out = []
         for r in runs:
             tags = r.data.tags
+            if tags.get("mlflow.runName") != name:
+                continue
             if "mlflow.parentRunId" in tags or tags.get("host") != socket.gethostname():
                 continue
             if not pid_alive(tags.get("pid")):
