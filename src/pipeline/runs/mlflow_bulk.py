@@ -38,6 +38,7 @@ def insert_child_runs(
     parent_run_id: str,
     tags: Mapping[str, str],
     children: Sequence[tuple[str, Mapping[str, Any], Mapping[str, float]]],
+    not_before: int = 0,
 ) -> list[str]:
     """Write ``children`` (``(name, params, metrics)``; non-finite metrics skipped) as
     FINISHED child runs of ``parent_run_id`` in ``experiment_id`` with the extra ``tags``,
@@ -48,8 +49,9 @@ def insert_child_runs(
     start time and step 0, params)`` and ``set_terminated(run_id)`` give it: the same rows
     of the ``runs``, ``tags``, ``params``, ``metrics`` and ``latest_metrics`` tables
     (user ``unknown``, source UNKNOWN, artifact URI under the experiment's). The start
-    times are a millisecond apart, in order, up to now, and each run ends when it starts
-    (the fits ran before: their seconds are the ``fit_seconds`` metric)."""
+    times are a millisecond apart, in order, up to now but not before ``not_before`` (the
+    parent run's start, in ms), and each run ends when it starts (the fits ran before:
+    their seconds are the ``fit_seconds`` metric)."""
     from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag, SourceType
     from mlflow.store.tracking.dbmodels.models import (
         SqlLatestMetric,
@@ -68,7 +70,7 @@ def insert_child_runs(
 
     experiment = store.get_experiment(experiment_id)
     store._check_experiment_is_active(experiment)
-    first = int(time.time() * 1000) - len(children) + 1
+    first = max(int(time.time() * 1000) - len(children) + 1, int(not_before))
     runs, ids = [], []
     for n, (name, params, metrics) in enumerate(children):
         run_id = uuid.uuid4().hex

@@ -490,6 +490,7 @@ class MLflowTracker(Tracker):
         self._experiments: dict[str, str] = {}
         self._exp_id: str | None = None
         self._child_tags: dict[str, str] = {}
+        self._start_time = 0  # the active parent run's, in ms
 
     def experiment_id(self, task: str) -> str:
         """The id of ``<prefix>/<task>``, created (once, race-free) when missing."""
@@ -590,6 +591,7 @@ class MLflowTracker(Tracker):
             all_tags = {**run.data.tags, **all_tags}
         self._exp_id = exp_id
         self._child_tags = {k: str(v) for k, v in all_tags.items() if k in CHILD_TAGS}
+        self._start_time = int(run.info.start_time or 0)
         return run
 
     def _end(self, status: str, *, kill_children: bool = False, quiet: bool = False) -> None:
@@ -693,8 +695,13 @@ class MLflowTracker(Tracker):
 
             store = self.client._tracking_client.store
             if is_sql_store(store):
-                return list(
-                    insert_child_runs(store, self._exp_id, self.run_id, self._child_tags, children)
+                return insert_child_runs(
+                    store,
+                    self._exp_id,
+                    self.run_id,
+                    self._child_tags,
+                    children,
+                    not_before=self._start_time,
                 )
             return [self._child_run(name, params, metrics) for name, params, metrics in children]
 
