@@ -179,6 +179,9 @@ class RecordingTracker:
         self.children.append((name, dict(params), dict(metrics)))
         return f"child{len(self.children)}"
 
+    def child_runs(self, children: Any) -> list[str]:
+        return [self.child_run(name, params, metrics) for name, params, metrics in children]
+
     def log_metrics(self, metrics: Any, step: int | None = None) -> None:
         self.metrics.update(metrics)
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import io
+import json
 import logging
 import socket
 import threading
 import time
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline.runs.tracking import (
@@ -187,3 +192,216 @@ def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> Non
     curve = sorted((m.step, m.value) for m in client.get_metric_history(batched, "val.mae"))
     assert len(curve) == 13 and (3, 0.25) in curve and (3, 0.5) in curve
     assert runs[0].data.metrics["val.mae"] == 1.0 / 12  # the latest: step 11
+
+
+def _model_files(client, run_id: str, model_id: str, dst: Path) -> dict[str, bytes]:
+    """The files of a logged model, by relative path."""
+    import mlflow.artifacts
+
+    root = Path(mlflow.artifacts.download_artifacts(f"models:/{model_id}", dst_path=str(dst)))
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
+    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:meth:`MLflowTracker.log_model` logs what ``mlflow.sklearn.log_model`` logs (the same
+    files: MLmodel with its signature and input example, the example, the pinned
+    requirements, the skops model; the logged model's params and metrics copied from the
+    run; the registered version) without MLflow reloading the model to serve its example
+    (a third of the call's time, once per evaluated run); the model still loads and
+    predicts from raw rows as an sklearn model and as a pyfunc."""
+    import mlflow
+    import mlflow.pyfunc
+    import mlflow.sklearn
+    import yaml
+    from mlflow.models import infer_signature
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.config.composition import Composition, make_estimator
+    from pipeline.data import load_prepared
+    from pipeline.runs import mlflow_view as view
+    from pipeline.runs.tracking import _requirements, trusted_types
+
+    from .conftest import run_config
+
+    monkeypatch.setenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", "true")
+    cfg = run_config(prepared, [])
+    data = load_prepared("iris", cfg)
+    comp = Composition(
+        "label_ranking", "iris", "birkhoff", "euclidean", "birkhoff", "linear", "projection",
+        "hamming",
+    )
+    estimator = make_estimator(comp, alpha=1.0).fit(*data.train)
+    scaler = view.fitted_scaler(data, cfg)
+    model = view.raw_pipeline(estimator, scaler)
+    X = view.raw_rows(data.test[0][:5], scaler)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, register=True))
+    loads: list[str] = []
+    real_load = mlflow.pyfunc.load_model
+
+    def counted_load(model_uri, *args, **kwargs):
+        loads.append(str(model_uri))
+        return real_load(model_uri, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", counted_load)
+    with tracker.parent_run(task="label_ranking", name="ours", params={"p": "1"}) as ours:
+        tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+    assert loads == []  # MLflow's serving check reloads the model: once per model before
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", real_load)
+    with tracker.parent_run(task="label_ranking", name="mlflow's", params={"p": "1"}) as theirs:
+        tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        mlflow.sklearn.log_model(
+            model,
+            name="iris-model",
+            signature=infer_signature(X, model.predict(X)),
+            input_example=X,
+            pip_requirements=_requirements(),
+            skops_trusted_types=trusted_types(model),
+            registered_model_name="reg-theirs",
+        )
+    client = MlflowClient(uri)
+    exp_id = client.get_run(ours).info.experiment_id
+    logged = {}
+    for run_id in (ours, theirs):
+        (logged[run_id],) = client.search_logged_models(
+            experiment_ids=[exp_id], filter_string=f"source_run_id = '{run_id}'"
+        )
+    a, b = logged[ours], logged[theirs]
+    assert a.name == b.name == "iris-model"
+    assert a.params == b.params == {"p": "1"}
+    assert {m.key: m.value for m in a.metrics} == {m.key: m.value for m in b.metrics} == {
+        "val.hamming": 2.5,
+        "lambda.hamming": 1.0,
+    }
+    assert a.status == b.status
+    assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]
+    assert json.loads(b.tags.pop("mlflow.modelVersions"))[0]["name"] == "reg-theirs"
+    assert a.tags == b.tags
+    files = [
+        _model_files(client, r, logged[r].model_id, tmp_path / n)
+        for n, r in (("a", ours), ("b", theirs))
+    ]
+    assert sorted(files[0]) == sorted(files[1])
+    assert {"MLmodel", "input_example.json", "serving_input_example.json"} <= set(files[0])
+    for name in files[0]:
+        if name == "model.skops":  # skops names the arrays after their ids: same count
+            zips = [zipfile.ZipFile(io.BytesIO(f[name])) for f in files]
+            assert len(zips[0].namelist()) == len(zips[1].namelist())
+        elif name != "MLmodel":
+            assert files[0][name] == files[1][name], name
+    mlmodel = [yaml.safe_load(f["MLmodel"]) for f in files]
+    ids = ("model_uuid", "model_id", "run_id", "utc_time_created", "artifact_path")
+    for m in mlmodel:
+        for key in ids:
+            m.pop(key, None)
+    assert mlmodel[0] == mlmodel[1]
+    assert "signature" in mlmodel[0] and "saved_input_example_info" in mlmodel[0]
+    # registered, loaded, predicting from raw rows
+    assert [v.run_id for v in client.search_model_versions("name = 'reg-ours'")] == [ours]
+    expected = estimator.predict(data.test[0][:5])
+    loaded = mlflow.sklearn.load_model(f"models:/{a.model_id}")
+    np.testing.assert_array_equal(loaded.predict(X), expected)
+    served = mlflow.pyfunc.load_model(f"models:/{a.model_id}").predict(X)
+    np.testing.assert_array_equal(np.asarray(served), expected)
+
+
+def _child_rows(db: Path, run_id: str) -> dict[str, list[tuple]]:
+    """The rows of a run in MLflow's tables (its id, times and artifact folder left out)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        run = conn.execute(
+            "select name, source_type, source_name, entry_point_name, user_id, status,"
+            " deleted_time, source_version, lifecycle_stage, experiment_id from runs"
+            " where run_uuid = ?",
+            (run_id,),
+        ).fetchall()
+        out = {"runs": run}
+        for table, cols in (
+            ("tags", "key, value"),
+            ("params", "key, value"),
+            ("metrics", "key, value, step, is_nan"),
+            ("latest_metrics", "key, value, step, is_nan"),
+        ):
+            out[table] = sorted(
+                conn.execute(f"select {cols} from {table} where run_uuid = ?", (run_id,))
+            )
+    return out
+
+
+def test_child_runs_in_one_transaction_are_the_clients_runs(tmp_path: Path) -> None:
+    """A tuned run's child runs (one per lambda), replayed by the tune stage, are written
+    in one transaction (:func:`pipeline.runs.mlflow_bulk.insert_child_runs`), not three
+    client calls each: the same rows in every table MLflow reads (the run FINISHED, the
+    parent link, the run name, the composition tags, params, metrics and their latest
+    values, non-finite ones skipped) as ``MlflowClient.create_run`` + ``log_batch`` +
+    ``set_terminated`` give, start times in order, found by a metric filter of the UI."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.runs.tracking import RecordingTracker
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, group="g1"))
+    children = [
+        (f"lambda={lam:.3g}", {"lambda": lam}, {"val.mae": 0.5 - 0.1 * i, "n_iter": 7.0 + i})
+        for i, lam in enumerate([1e-4, 1.0, 1e4])
+    ]
+    children.append(("lambda=none", {"lambda": None}, {"val.mae": 0.7, "bad": float("nan")}))
+    rec = RecordingTracker()
+    for name, params, metrics in children:
+        rec.child_run(name, params, metrics)
+    rec.log_metrics({"val.mae": 0.3})
+    created: list[str] = []
+    create_run = tracker.client.create_run
+
+    def counted(*args, **kwargs):
+        created.append(kwargs.get("run_name", ""))
+        return create_run(*args, **kwargs)
+
+    tracker.client.create_run = counted
+    tags = {"set": "reals", "dataset": "ERA", "task": "ordinal"}
+    with tracker.parent_run(task="ordinal", name="p", tags=tags) as parent:
+        one_by_one = Tracker.child_runs(tracker, children)  # the client's calls
+        assert len(created) == len(children)
+        RecordingTracker.replay(rec.calls, tracker)
+        after = int(time.time() * 1000)
+        assert len(created) == len(children)  # none more: one transaction
+    client = MlflowClient(uri)
+    kids = client.search_runs(
+        [client.get_run(parent).info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}'",
+    )
+    assert len(kids) == 2 * len(children)
+    bulk = [r.info.run_id for r in sorted(kids, key=lambda r: r.info.start_time)]
+    bulk = [r for r in bulk if r not in one_by_one]
+    assert len(bulk) == len(children)
+    exp = client.get_experiment(client.get_run(parent).info.experiment_id)
+    for a, b in zip(one_by_one, bulk, strict=True):
+        assert _child_rows(db, a) == _child_rows(db, b)
+        ra, rb = client.get_run(a), client.get_run(b)
+        assert rb.info.status == "FINISHED" and rb.info.run_name == ra.info.run_name
+        assert rb.data.tags == ra.data.tags and rb.data.tags["mlflow.parentRunId"] == parent
+        assert rb.data.tags["set"] == "reals" and rb.data.tags["group"] == "g1"
+        assert rb.data.params == ra.data.params and rb.data.metrics == ra.data.metrics
+        assert rb.info.artifact_uri == f"{exp.artifact_location}/{b}/artifacts"
+        # within the parent run's life, as the client's (the fits ran before)
+        started = client.get_run(parent).info.start_time
+        assert started <= rb.info.start_time <= rb.info.end_time <= after + len(children)
+        history = client.get_metric_history(b, "val.mae")
+        assert [(m.step, m.timestamp) for m in history] == [(0, rb.info.start_time)]
+    starts = [client.get_run(b).info.start_time for b in bulk]
+    assert starts == sorted(set(starts))  # in the grid's order
+    assert client.get_run(bulk[-1]).data.params == {"lambda": "None"}
+    assert "bad" not in client.get_run(bulk[-1]).data.metrics
+    # the UI's metric filter reads the latest values
+    found = client.search_runs(
+        [exp.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}' and metrics.`val.mae` < 0.45",
+    )
+    assert sorted(r.info.run_id for r in found) == sorted([*one_by_one[1:3], *bulk[1:3]])
+    assert client.get_run(parent).data.metrics == {"val.mae": 0.3}

@@ -273,13 +273,20 @@ def test_orphaned_runs_are_superseded_and_live_ones_kept(tracker: MLflowTracker)
     }
     ids = {k: client.create_run(exp, run_name="same", tags=t).info.run_id for k, t in tags.items()}
     child = client.create_run(exp, run_name="c", tags={"mlflow.parentRunId": ids["dead"]})
+    # a dead process's run of another name (another composition): not this run's orphan
+    ids["other name"] = client.create_run(exp, run_name="same 2", tags=tags["dead"]).info.run_id
     with tracker.parent_run(task="label_ranking", name="same") as new_id:
         pass
     status = {k: client.get_run(i).info.status for k, i in ids.items()}
-    assert status == {"dead": "KILLED", "alive": "RUNNING", "elsewhere": "RUNNING"}
+    assert status == {
+        "dead": "KILLED",
+        "alive": "RUNNING",
+        "elsewhere": "RUNNING",
+        "other name": "RUNNING",
+    }
     assert client.get_run(ids["dead"]).data.tags["superseded_by"] == new_id
     assert client.get_run(child.info.run_id).info.status == "KILLED"
-    for key in ("alive", "elsewhere"):
+    for key in ("alive", "elsewhere", "other name"):
         client.set_terminated(ids[key], "KILLED")
 
 

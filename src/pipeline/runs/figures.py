@@ -76,13 +76,40 @@ def soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str) -> An
     return fig
 
 
+#: the resolution of the saved figures (matplotlib's default figure dpi)
+DPI = 100
+#: this process's Agg renderers, by (width, height, dpi) in pixels
+_RENDERERS: dict[tuple[int, int, float], Any] = {}
+
+
 def save(fig: Any, path: Path) -> Path:
-    """Write ``fig`` as PNG (atomically) and return the path."""
+    """Write ``fig`` as PNG (atomically) and return the path (drawn by this process's
+    renderer of its size, :func:`_share_renderer`)."""
     from ..fileio import atomic_path
 
+    _share_renderer(fig)
     with atomic_path(Path(path)) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+        fig.savefig(tmp, format="png", dpi=DPI)
     return Path(path)
+
+
+def _share_renderer(fig: Any) -> None:
+    """Draw ``fig`` with this process's Agg renderer of its size (created once).
+
+    A renderer caches the layout of each text it draws (font metrics, and the parse of
+    each math text: the log axis's ``10^k`` tick labels), and a new figure would get a
+    new renderer, so every figure laid out every tick label again. Drawing starts by
+    clearing the renderer's canvas, so the image is the same bytes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    if fig.dpi != DPI:
+        return
+    key = (*canvas.get_width_height(physical=True), fig.dpi)
+    if key not in _RENDERERS:
+        _RENDERERS[key] = canvas.get_renderer()
+    canvas.renderer = _RENDERERS[key]
+    canvas._lastKey = key
 
 
 __all__ = ["save", "soft_permutations", "validation_curve"]

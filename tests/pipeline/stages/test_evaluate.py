@@ -87,3 +87,61 @@ def test_no_tracking_no_files(prepared) -> None:
     median = refitted.model_for("mae").median_
     assert out["headline"]["mae"] == pytest.approx(np.mean(np.abs(y - median)))
     assert out["lambda"] == {"mae": None}
+
+
+def _curve(seed: int, metrics: tuple[str, ...] = ("hamming", "spearman")) -> dict:
+    """A tuned run's validation curves (what the validation-curve figure draws)."""
+    rng = np.random.default_rng(seed)
+    lambdas = list(np.logspace(-4, 4, 10))
+    values = {m: list(rng.uniform(0, 50, 10)) for m in metrics}
+    selected = {m: {"index": 3, "lambda": lambdas[3], "value": values[m][3]} for m in metrics}
+    return {"lambdas": lambdas, "metrics": values, "selected": selected}
+
+
+def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) -> None:
+    """The evaluate workers draw a figure per run with one Agg renderer per figure size
+    (:func:`pipeline.runs.figures.save`): a later figure of a size drawn before reuses the
+    layout of the tick labels (no math text parsed again for the log axis's ``10^k``), and
+    every PNG is the same bytes as the figure drawn alone, on a new renderer."""
+    import matplotlib._mathtext
+
+    from pipeline.runs import figures
+
+    def alone(fig) -> bytes:  # matplotlib's own savefig, a new canvas and renderer
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        path = tmp_path / "alone.png"
+        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
+        return path.read_bytes()
+
+    parses: list[str] = []
+    parse = matplotlib._mathtext.Parser.parse
+
+    def counted(self, s, *args, **kwargs):
+        parses.append(s)
+        return parse(self, s, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib._mathtext.Parser, "parse", counted)
+    rng = np.random.default_rng(0)
+    drawn, counts = [], []
+    for i, make in enumerate(
+        [
+            lambda: figures.validation_curve(_curve(0), "iris: birkhoff->birkhoff"),
+            lambda: figures.validation_curve(_curve(1, ("mae",)), "ERA: reals->round"),
+            lambda: figures.soft_permutations(rng.random((2, 3, 3)), None, "iris (soft)"),
+            lambda: figures.validation_curve(_curve(2), "glass: cube->cube"),
+        ]
+    ):
+        drawn.append(figures.save(make(), tmp_path / f"{i}.png").read_bytes())
+        counts.append(len(parses))
+    # the last figure, of the first one's size, parsed no math text (the others' sizes did)
+    assert counts[0] > 0 and counts[3] == counts[2]
+    rng = np.random.default_rng(0)
+    again = [
+        figures.validation_curve(_curve(0), "iris: birkhoff->birkhoff"),
+        figures.validation_curve(_curve(1, ("mae",)), "ERA: reals->round"),
+        figures.soft_permutations(rng.random((2, 3, 3)), None, "iris (soft)"),
+        figures.validation_curve(_curve(2), "glass: cube->cube"),
+    ]
+    for png, fig in zip(drawn, again, strict=True):
+        assert png.startswith(PNG) and png == alone(fig)
