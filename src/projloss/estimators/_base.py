@@ -45,12 +45,12 @@ MODELS = ("linear", "poly")
 
 #: the solver of each model (``fit_projection_model(solver=...)``), for ``alpha > 0``: the
 #: semismooth Newton method of :mod:`._newton` for the kernel models, on which L-BFGS
-#: stops at ``max_iter``; for the linear models the same method where it applies
-#: (``"auto"``: exact projections with cheap Jacobians, :func:`._solver.newton_applicable`),
-#: else L-BFGS (the Birkhoff polytope). On the paper's lambda grids the Newton method
-#: needs 1-21 iterations per warm-started fit where L-BFGS needs up to 500 and stops, by
-#: its relative decrease rule, at points that depend on the CPU; about the same CPU time.
-SOLVERS = {"linear": "auto", "poly": "newton"}
+#: stops at ``max_iter``; L-BFGS for the linear models, finished by the Newton method to
+#: ``tol`` where L-BFGS stops above it (L-BFGS first: from a warm start at a smaller
+#: alpha the Newton steps alone can stall at the kinks of the knapsack polytope's
+#: projection, birds at alpha = 1e-4: 500 iterations of steps ~1e-3, not converged;
+#: L-BFGS then Newton: 65 Newton iterations, converged).
+SOLVERS = {"linear": "lbfgs", "poly": "newton"}
 
 
 class ProjectionEstimatorBase(BaseEstimator):

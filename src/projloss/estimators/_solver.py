@@ -214,12 +214,6 @@ def fit_projection_model(
     ``tol``, and converges on every kernel fit of the paper where L-BFGS stops at
     ``max_iter`` (``python -m benchmarks.solver``, benchmarks/RESULTS.md).
 
-    ``solver="auto"`` (the linear models'): the Newton method where it applies
-    (:func:`newton_applicable`) and every coefficient is penalized (an unpenalized
-    intercept leaves directions without curvature), else L-BFGS. On the paper's lambda
-    grids, warm-started, it needs 1-21 iterations where L-BFGS needs up to 500 (and stops
-    early by its decrease rule), in about the same CPU time.
-
     ``newton_fallback``: when L-BFGS stops above ``tol`` (its relative decrease rule,
     ``max_iter``, or a line search that fails), continue from its point with the Newton
     method (for ``alpha > 0``, sparse features, which it keeps sparse, or dense ones of at
@@ -258,8 +252,6 @@ def fit_projection_model(
     # an unpenalized intercept leaves directions without curvature (where every sample's
     # projection is a vertex of its output's set): Newton steps are unbounded there
     every_penalized = not fit_intercept or penalize_intercept
-    if solver == "auto":
-        solver = "newton" if newton_ok and every_penalized else "lbfgs"
     finish = solver == "lbfgs" and newton_fallback and newton_ok
     # L-BFGS's relative decrease rule: no tighter than LBFGS_FTOL when a Newton finish to
     # ``tol`` follows, or when the projection is iterative (its own tolerance bounds the
@@ -335,8 +327,7 @@ def fit_projection_model(
         res.x = res.x.reshape(p, dt) @ P if precondition else res.x.reshape(p, dt)
         name = "L-BFGS"
         if finish and (
-            not res.success
-            or (every_penalized and _max_gradient(problem, res, precondition) > tol)
+            not res.success or (every_penalized and _max_gradient(problem, res, precondition) > tol)
         ):
             polish = newton(res.x)
             n_iter_newton = int(polish.nit)
@@ -345,9 +336,7 @@ def fit_projection_model(
             n_evals += polish.nfev
             res, name = polish, "L-BFGS then Newton-CG"
     else:
-        raise ValueError(
-            f"unknown solver {solver!r}; valid solvers are ['auto', 'lbfgs', 'newton']"
-        )
+        raise ValueError(f"unknown solver {solver!r}; valid solvers are ['lbfgs', 'newton']")
     converged = bool(res.success)
     if not converged:
         warnings.warn(

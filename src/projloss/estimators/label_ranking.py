@@ -91,15 +91,15 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     coef0 : float, default=1.0
         :math:`c_0` of the polynomial kernel.
     max_iter : int, default=500
-        Maximum number of solver iterations: the semismooth Newton method's for the kernel
-        model and, with ``alpha > 0``, for the linear model whose every coefficient is
-        penalized (``penalize_intercept=True`` or ``fit_intercept=False``) and whose
-        projection is exact (not the Birkhoff polytope's iterations); else L-BFGS's.
+        Maximum number of solver iterations (L-BFGS for the linear model, then as many for
+        its Newton finish; semismooth Newton for the kernel model).
     tol : float, default=1e-5
         Tolerance on the max-norm of the gradient of the objective in the original
-        coordinates. A tight one (``1e-9``, the pipeline's) makes the fit, hence the
-        predictions, independent of the CPU's last bits; L-BFGS's relative decrease rule
-        may stop it earlier where the Newton method does not apply.
+        coordinates; a linear fit that L-BFGS stops above it (by its relative decrease
+        rule) is finished by the Newton method (with ``alpha > 0``, every coefficient
+        penalized and an exact projection: not the Birkhoff polytope's iterations). A tight
+        one (``1e-9``, the pipeline's) makes the fit, hence the predictions, independent
+        of the CPU's last bits.
     warm_start : bool, default=False
         Start from the previous solution (useful along a path of ``alpha``).
     w : array-like of shape (k,), default=None
@@ -114,12 +114,11 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     intercept_ : ndarray of shape (p,)
     n_labels_ : int
     n_iter_ : int
-        Solver iterations in all: the Newton method's over all its continuation stages
-        (at most ``max_iter``) where it fits the model (``alpha > 0``, the kernel model;
-        the linear model with an exact projection and every coefficient penalized); else
-        L-BFGS's (at most ``max_iter``) plus, when the Newton method finished a fit that
-        L-BFGS left unconverged, the Newton method's (its own budget of ``max_iter``: then
-        ``n_iter_`` may exceed ``max_iter``).
+        Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
+        method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
+        (its own budget of ``max_iter``: then ``n_iter_`` may exceed ``max_iter``); for the
+        kernel model, the Newton method's over all its continuation stages (at most
+        ``max_iter``).
     n_iter_newton_ : int
         The Newton method's share of ``n_iter_`` (0 when L-BFGS alone fitted the model).
     converged_ : bool

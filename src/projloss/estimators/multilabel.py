@@ -99,12 +99,11 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
     coef_ : ndarray of shape (k, n_model_features)
     intercept_ : ndarray of shape (k,)
     n_iter_ : int
-        Solver iterations in all: the Newton method's over all its continuation stages
-        (at most ``max_iter``) where it fits the model (``alpha > 0``, the kernel model;
-        the linear model with an exact projection and every coefficient penalized); else
-        L-BFGS's (at most ``max_iter``) plus, when the Newton method finished a fit that
-        L-BFGS left unconverged, the Newton method's (its own budget of ``max_iter``: then
-        ``n_iter_`` may exceed ``max_iter``).
+        Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
+        method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
+        (its own budget of ``max_iter``: then ``n_iter_`` may exceed ``max_iter``); for the
+        kernel model, the Newton method's over all its continuation stages (at most
+        ``max_iter``).
     n_iter_newton_ : int
         The Newton method's share of ``n_iter_`` (0 when L-BFGS alone fitted the model).
     converged_ : bool

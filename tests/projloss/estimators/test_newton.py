@@ -321,7 +321,6 @@ def test_wide_knapsack_finish_is_matrix_free(monkeypatch):
     X = sp.random(n, d, density=0.2, format="csr", random_state=9)
     Y = (X @ rng.standard_normal((d, k)) + rng.standard_normal((n, k)) > 1.0).astype(int)
     kw = dict(projection_set="knapsack", knapsack_upper=6, alpha=1e-3, penalize_intercept=True)
-    monkeypatch.setitem(base.SOLVERS, "linear", "lbfgs")  # L-BFGS first (the finish's case)
     est = ProjectionMultilabelClassifier(max_iter=20, **kw)
     est.fit(X, Y)
     assert est.converged_
