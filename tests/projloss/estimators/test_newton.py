@@ -270,6 +270,17 @@ def test_knapsack_jacobian_is_the_derivative(bounds):
         assert Jk.d[0].all()  # theta_i = 0 counts as free: the curved side
 
 
+def assert_hvp_matches_gradient_differences(problem, B, D, h=1e-7):
+    """``problem.hvp`` at ``B`` along ``D`` equals central differences of the gradient (the
+    gradient is piecewise linear in the coefficients: a small step stays on one piece);
+    returns the Jacobians at ``B``."""
+    _, _, theta, u = problem.value_and_gradient(B)
+    J = problem.jacobians(theta, u)
+    diff = problem.value_and_gradient(B + h * D)[1] - problem.value_and_gradient(B - h * D)[1]
+    np.testing.assert_allclose(problem.hvp(J, D), diff / (2 * h), rtol=1e-5, atol=1e-6)
+    return J
+
+
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("name", ["knapsack", "unit_cube", "permutahedron"])
 def test_hessian_vector_products_match_gradient_differences(name, sparse):
@@ -292,11 +303,7 @@ def test_hessian_vector_products_match_gradient_differences(name, sparse):
     problem = _BasisProblem(G, phi, S, "euclidean", (k,), 0.3, True)
     B = rng.standard_normal((k, F.shape[1] + 1))
     D = rng.standard_normal(B.shape)
-    _, _, theta, u = problem.value_and_gradient(B)
-    J = problem.jacobians(theta, u)
-    h = 1e-7
-    diff = problem.value_and_gradient(B + h * D)[1] - problem.value_and_gradient(B - h * D)[1]
-    np.testing.assert_allclose(problem.hvp(J, D), diff / (2 * h), rtol=1e-5, atol=1e-6)
+    J = assert_hvp_matches_gradient_differences(problem, B, D)
     M = problem.preconditioner(J)(D)  # a preconditioner is symmetric positive definite
     assert float(np.sum(M * D)) > 0
 
@@ -373,11 +380,7 @@ def test_row_simplex_hessian_vector_products_match_gradient_differences(geometry
     problem = _BasisProblem(X, phi, S, geometry, (k, k), 0.3, True)
     B = rng.standard_normal((k * k, X.shape[1] + 1))
     D = rng.standard_normal(B.shape)
-    _, _, theta, u = problem.value_and_gradient(B)
-    J = problem.jacobians(theta, u)
-    h = 1e-7
-    diff = problem.value_and_gradient(B + h * D)[1] - problem.value_and_gradient(B - h * D)[1]
-    np.testing.assert_allclose(problem.hvp(J, D), diff / (2 * h), rtol=1e-5, atol=1e-6)
+    assert_hvp_matches_gradient_differences(problem, B, D)
 
 
 def test_fit_stopped_by_the_decrease_rule_is_finished_to_tol():
