@@ -485,6 +485,18 @@ def keep_freed_memory() -> bool:
 _DONE = False
 
 
+_EXIT_HANDLER = False
+
+
+def register_exit_handler() -> None:
+    """Register :func:`_exit_without_teardown` (once per process: the preload server
+    registers it before its imports, for its children, :mod:`pipeline.preload`)."""
+    global _EXIT_HANDLER
+    if not _EXIT_HANDLER:
+        atexit.register(_exit_without_teardown)
+        _EXIT_HANDLER = True
+
+
 def _exit_without_teardown() -> None:
     """The last exit handler of a stage's command line: once the stage has done its work
     and the other handlers have run (the workers stopped, MLflow's own), end the process
@@ -515,6 +527,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("stage", choices=STAGES)
     parser.add_argument("experiment", nargs="?", help="experiment key (tune/refit/evaluate)")
     parser.add_argument("--params", type=Path, default=None, help="default: <root>/params.yaml")
+    if argv is None:  # the command line: in a child of the preload server if there is one
+        from .preload import delegate
+
+        status = delegate()
+        if status is not None:
+            sys.exit(status)
     args = parser.parse_args(argv)
     if args.stage in ("tune", "refit", "evaluate") and not args.experiment:
         parser.error(f"the {args.stage} stage needs an experiment key")
@@ -530,12 +548,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if argv is None:  # the command line (not an in-process call)
         die_with_parent()  # a stage never outlives its dvc process
         keep_freed_memory()  # this process and its forked workers
-        # registered before the stage's imports: the last exit handler to run
-        atexit.register(_exit_without_teardown)
+        register_exit_handler()  # before the stage's imports: the last exit handler to run
     name = f"stage {args.stage}" + (f"@{args.experiment}" if args.experiment else "")
     with command(name), threadpool_limits(limits=1, user_api="blas"):
         _run_stage(args)
-    log.info("%s done in %.1f s (imports included)", name, time.perf_counter() - start)
+    from . import preload
+
+    how = "in the preload server's fork" if preload.IN_CHILD else "imports included"
+    log.info("%s done in %.1f s (%s)", name, time.perf_counter() - start, how)
     global _DONE
     _DONE = True
 

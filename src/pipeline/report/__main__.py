@@ -27,6 +27,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     parser.add_argument("--no-figures", action="store_true", help="tables and README only")
+    if argv is None:  # the command line: in a child of the preload server if there is one
+        from ..preload import delegate
+
+        status = delegate(target="pipeline.report.__main__:main")
+        if status is not None:
+            sys.exit(status)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     from .._hydra import expected_errors

@@ -1,0 +1,247 @@
+"""``python -m pipeline.preload COMMAND``: the stages forked from one preloaded interpreter.
+
+Real processes throughout: the command starts its server (a process in its own session)
+and stops it by PID; a stand-in stage (``preload_target.py``) shows what the child gets
+(its argv, directory, environment, streams, exit status, signals) and what the server
+refuses; ``dvc repro`` under it on the smoke experiments gives the same metrics as plain
+``dvc repro``, every stage in a fork of the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .test_dvc import repo  # noqa: F401 -- the fixture: the smoke project in a temp dir
+
+HERE = Path(__file__).resolve().parent
+#: a stage process: prints its PID, hands its command line to the server (target: the
+#: stand-in stage), exits with the child's status (97: the server did not run it)
+CLIENT = (
+    "import os, sys; print('client', os.getpid(), flush=True); "
+    "from pipeline.preload import delegate; "
+    "s = delegate(sys.argv[1:], target='preload_target:main'); sys.exit(97 if s is None else s)"
+)
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short ``$TMPDIR`` for the servers' sockets (Linux: at most 108 bytes a path)."""
+    path = Path(tempfile.mkdtemp(prefix="pl-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _env(tmp: Path, src: Path = ROOT / "src", **extra: str) -> dict[str, str]:
+    """The environment of a preload command whose server's socket is under ``tmp``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MLFLOW_", "PROJLOSS_", "PIPELINE_", "NUMBA_OPT"))
+    }
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(src), str(HERE)]),
+        TMPDIR=str(tmp),
+        MLFLOW_DISABLE_TELEMETRY="true",
+        **extra,
+    )
+    return env
+
+
+def _preload(*command: str, modules: str = "numpy") -> list[str]:
+    return [sys.executable, "-m", "pipeline.preload", "--modules", modules, *command]
+
+
+def _servers(tmp: Path) -> list[int]:
+    """PIDs of live preload servers whose socket is under ``tmp``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--serve" in cmdline and any(str(tmp).encode() in c for c in cmdline):
+            found.append(int(proc.name))
+    return found
+
+
+def _readline(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith(prefix):
+            return line
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"no line {prefix!r} from {proc.args}")
+
+
+def test_child_gets_the_command_and_its_status_is_the_commands(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """The child runs with the stage process's argv, directory, environment and streams;
+    the stage process and the preload command exit with its status; no server is left."""
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        _preload(sys.executable, "-c", CLIENT, "exit:3", "a b"),
+        cwd=work,
+        env=_env(short_tmp, PRELOAD_TEST="hello"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    client = int(done.stdout.split("client ", 1)[1].split()[0])
+    line = next(x for x in done.stdout.splitlines() if x.startswith("argv"))
+    assert line.startswith(f"argv exit:3 a b cwd {work} env hello ppid "), line
+    assert int(line.rsplit(" ", 1)[1]) != client  # a child of the server, not the client
+    assert "note:" not in done.stderr
+    assert _servers(short_tmp) == []
+
+
+def test_a_signal_reaches_the_child_and_a_dead_client_ends_it(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """SIGINT to the stage process is forwarded (the child's KeyboardInterrupt, status
+    130); SIGKILL of the stage process makes the server send the child SIGTERM; the
+    server is stopped in both cases."""
+    marker = tmp_path / "terminated"
+    for signum in (signal.SIGINT, signal.SIGKILL):
+        proc = subprocess.Popen(
+            _preload(sys.executable, "-c", CLIENT),
+            cwd=tmp_path,
+            env=_env(short_tmp, MARKER=str(marker)),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            client = int(_readline(proc, "client").split()[1])
+            ready = _readline(proc, "ready").split()
+            assert int(ready[2]) != client
+            os.kill(client, signum)
+            if signum == signal.SIGINT:
+                assert _readline(proc, "interrupted")
+                assert proc.wait(60) == 130
+            else:
+                deadline = time.monotonic() + 30
+                while not marker.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert marker.read_text(encoding="utf-8") == "terminated"
+                assert proc.wait(60) == 128 + signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert _servers(short_tmp) == []
+
+
+def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """After a source file of the package changes, or with another value of a setting read
+    at import time (NUMBA_OPT), the server refuses: one line on stderr, the stage process
+    runs the stage itself (here: the client's status 97)."""
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "src" / "pipeline", src / "pipeline", ignore=ignore)
+    script = (
+        f'"$PY" -c "$CLIENT" exit:0 && "$PY" -c "$CLIENT" exit:0; echo "first=$?"; '
+        f'NUMBA_OPT=1 "$PY" -c "$CLIENT" exit:0; echo "settings=$?"; '
+        f'touch {src / "pipeline" / "paths.py"}; "$PY" -c "$CLIENT" exit:0; echo "source=$?"'
+    )
+    done = subprocess.run(
+        _preload("sh", "-c", script),
+        cwd=tmp_path,
+        env=_env(short_tmp, src=src, PY=sys.executable, CLIENT=CLIENT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "first=0" in done.stdout and "settings=97" in done.stdout
+    assert "source=97" in done.stdout
+    notes = [x for x in done.stderr.splitlines() if x.startswith("note:")]
+    assert len(notes) == 2, done.stderr
+    assert "other import-time settings: NUMBA_OPT" in notes[0]
+    assert f"{src / 'pipeline' / 'paths.py'} changed since the server started" in notes[1]
+    assert _servers(short_tmp) == []
+
+
+def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
+    """``PIPELINE_PRELOAD`` naming no socket: a one-line notice, the stage runs here."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLIENT, "exit:0"],
+        env=_env(tmp_path, PIPELINE_PRELOAD=str(tmp_path / "none")),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 97
+    assert done.stderr.startswith(f"note: no preload server at {tmp_path / 'none'}")
+    assert len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: Path) -> None:  # noqa: F811
+    """``python -m pipeline.preload dvc repro`` (the default modules): every stage of
+    ``pipeline.stage`` ran in a fork of the server; then plain ``dvc repro -f`` of one
+    experiment's stages (each in its own process) writes the same metrics; no server is
+    left."""
+    bindir = Path(sys.executable).parent
+    env = _env(short_tmp, src=repo / "src")
+    env.update(
+        PATH=str(bindir) + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=str(repo / "src"),
+        DVC_NO_ANALYTICS="1",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
+
+    def repro(*command: str) -> str:
+        done = subprocess.run(
+            list(command), cwd=repo, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    out = repro(sys.executable, "-m", "pipeline.preload", str(bindir / "dvc"), "repro")
+    stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
+    assert len(stages) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
+    assert all(x.endswith("(in the preload server's fork)") for x in stages), stages
+    assert "note:" not in out
+    assert _servers(short_tmp) == []
+    preloaded = {p.name: json.loads(p.read_text()) for p in (repo / "metrics").glob("*.json")}
+    assert len(preloaded) == 2
+
+    key = "smoke-birkhoff"  # two runs: worker processes forked from the child
+    out = repro(
+        str(bindir / "dvc"), "repro", "-f", "-s", f"tune@{key}", f"refit@{key}", f"evaluate@{key}"
+    )
+    stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
+    assert len(stages) == 3 and all(x.endswith("(imports included)") for x in stages), stages
+    plain = json.loads((repo / "metrics" / f"{key}.json").read_text())
+    assert plain.keys() == preloaded[f"{key}.json"].keys() and len(plain) == 2
+    for run, result in plain.items():
+        for metric, value in result["test"].items():
+            assert preloaded[f"{key}.json"][run]["test"][metric] == pytest.approx(value, rel=1e-12)
