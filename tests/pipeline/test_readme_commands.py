@@ -45,6 +45,9 @@ TESTED: dict[str, tuple[str, ...]] = {
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db": (HERE + "test_mlflow_ui",),
     # Reproducing the paper
     "python -m pipeline.report": (DVC,),  # the report stage's command
+    "python -m pipeline.preload dvc repro": (
+        "tests/pipeline/test_preload.py::test_dvc_repro_under_preload_equals_plain_dvc_repro",
+    ),
     "python -m pipeline.tools.reference_checks": (
         "tests/pipeline/tools/test_reference_checks.py::"
         "test_semi_dual_plan_is_the_projection_up_to_its_tolerance",
@@ -249,8 +252,9 @@ def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 
 def test_make_targets() -> None:
     """``make -n``: the recipes the README's make commands run (``make repro`` is ``dvc
-    repro`` with the venv's python first on PATH; ``make test`` ruff and pytest; ``make
-    repro-repeated`` the seeds' stages and the significance report)."""
+    repro`` under ``pipeline.preload`` with the venv's python first on PATH; ``make test``
+    ruff and pytest; ``make repro-repeated`` the seeds' stages and the significance
+    report)."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
 
@@ -264,7 +268,12 @@ def test_make_targets() -> None:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     dev = text.split("\ndev = [", 1)[1].split("]\n", 1)[0]
     assert "cluster" in dev, dev
-    assert re.search(r'^PATH="\S+/\.venv/bin:\$PATH" \.venv/bin/dvc repro$', recipe("repro"), re.M)
+    assert re.search(
+        r'^PATH="\S+/\.venv/bin:\$PATH" '
+        r"\.venv/bin/python -m pipeline\.preload \.venv/bin/dvc repro$",
+        recipe("repro"),
+        re.M,
+    )
     test = recipe("test")
     assert ".venv/bin/python -m ruff check src tests benchmarks" in test
     assert ".venv/bin/python -m pytest -n 2 tests" in test
