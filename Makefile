@@ -36,7 +36,7 @@ repro: $(STAMP)
 REPEATS ?= 10
 repro-repeated: $(STAMP)
 	$(BIN)/python -m pipeline.params experiments=paper-repeated
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.preload $(BIN)/dvc repro \
 	  $$($(BIN)/python -m pipeline.report.repeated targets --repeats $(REPEATS)); \
 	  status=$$?; $(BIN)/python -m pipeline.params; exit $$status
 	$(BIN)/python -m pipeline.report.repeated report --repeats $(REPEATS)
