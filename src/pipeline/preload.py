@@ -262,6 +262,26 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    if "projloss" in sys.modules:
+        _load_kernels()
+
+
+def _load_kernels() -> None:
+    """Call every set's projections and MAP oracle once on a tiny input: numba loads their
+    compiled kernels from its disk cache on a first call (half a second for the Birkhoff
+    polytope's), once here instead of once per stage."""
+    import numpy as np
+
+    from projloss.sets import SETS
+
+    theta = np.linspace(-1.0, 1.0, 2 * 3 * 3)
+    for cls in SETS.values():
+        with contextlib.suppress(Exception):  # a set that needs parameters: skipped
+            convex = cls()
+            x = theta.reshape(2, *convex.event_shape(3))
+            for geometry in ("euclidean", "kl"):
+                convex.project(x, geometry)
+            convex.argmax(x)
 
 
 def _sources() -> dict[str, tuple[int, int]]:
