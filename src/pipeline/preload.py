@@ -8,9 +8,9 @@ measured 2.5-3 s per process on a quiet 2-core machine, 21 stage processes one a
 other in ``make repro``, while the second core waits. A fork of a process that has
 imported them all starts in milliseconds (the pages are shared, copy on write).
 
-This command starts a *preload server* (``python -m pipeline.preload --serve SOCKET``, in
-its own session): it listens on a Unix socket in a new private directory, imports the
-modules of :data:`PRELOAD`, then serves one stage at a time. COMMAND runs with
+This command starts a *preload server* (:mod:`pipeline.preload_server`, in its own
+session): it listens on a Unix socket in a new private directory, imports the modules of
+:data:`pipeline.preload_server.PRELOAD`, then serves one stage at a time. COMMAND runs with
 ``PIPELINE_PRELOAD=<socket>`` in its environment; a stage process started under it
 (:func:`delegate`, called first by ``python -m pipeline.stage``) sends the server its
 command line, working directory, environment and standard streams (``SCM_RIGHTS``), and
@@ -52,13 +52,10 @@ Examples
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
-import importlib
 import io
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -66,45 +63,14 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 #: the environment variable that names the server's socket
 ENV = "PIPELINE_PRELOAD"
-#: the modules the server imports (those missing are skipped): what the stages import
-PRELOAD = (
-    "numpy",
-    "scipy.sparse",
-    "scipy.optimize",
-    "sklearn.base",
-    "sklearn.utils.validation",
-    "projloss",
-    "projloss.estimators",
-    "mlflow",
-    "mlflow.sklearn",
-    "mlflow.models",
-    "mlflow.store.tracking.sqlalchemy_store",
-    "skops.io",
-    "matplotlib.figure",
-    "matplotlib.backends.backend_agg",
-    "threadpoolctl",
-    "pipeline.config.run",
-    "pipeline.config.experiments",
-    "pipeline.data.api",
-    "pipeline.runs.tune",
-    "pipeline.runs.refit",
-    "pipeline.runs.evaluate",
-    "pipeline.runs.parallel",
-    "pipeline.runs.tracking",
-    "pipeline.runs.mlflow_view",
-    "pipeline.runs.figures",
-    "pipeline.report.build",
-)
-#: environment variables read when a module is imported (by the libraries above): a stage
-#: whose value differs from the server's runs in its own process
+#: environment variables read when a module is imported (by the libraries the server
+#: imports): a stage whose value differs from the server's runs in its own process
 IMPORT_TIME_PREFIXES = ("NUMBA_", "OPENBLAS_", "OMP_", "MKL_", "NPY_", "PYTHON", "MLFLOW_")
 IMPORT_TIME_VARIABLES = ("GLIBC_TUNABLES", "MPLBACKEND", "MPLCONFIGDIR", "JOBLIB_START_METHOD")
 #: the entry point a stage runs in the server's child
@@ -116,6 +82,7 @@ START_TIMEOUT = 30.0
 #: seconds between SIGTERM and SIGKILL when the server is stopped
 STOP_TIMEOUT = 10.0
 
+#: the length of a request (bytes), before it
 _HEADER = struct.Struct("!I")
 #: set in a child of the server (a stage that must not delegate again)
 IN_CHILD = False
@@ -219,265 +186,6 @@ def _python_identity() -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- the server
-def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
-    """Listen on ``path``, import ``modules``, then run each request in a child, one at
-    a time, until SIGTERM."""
-    from .lifecycle import die_with_parent
-
-    die_with_parent()  # stopped with the command that started it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)  # first: stage processes may connect while the imports run
-    listener.listen(16)
-    _preload(modules)
-    identity = _python_identity()
-    sources = _sources()
-    threads = threading.active_count()
-    while True:
-        conn, _ = listener.accept()
-        with conn:
-            try:
-                request, fds = _receive(conn)
-            except (OSError, ValueError):
-                continue
-            try:
-                refusal = _refusal(request, identity, sources, threads)
-                if refusal:
-                    conn.sendall(json.dumps({"local": refusal}).encode() + b"\n")
-                    continue
-                _run_child(listener, conn, request, fds)
-            finally:
-                for fd in fds:
-                    os.close(fd)
-
-
-def _preload(modules: Sequence[str]) -> None:
-    # the stage's own exit handler first: the last to run in a child, after the handlers
-    # the libraries register when imported, as in a stage process (pipeline.stage.main)
-    from . import stage
-
-    stage.register_exit_handler()
-    stage.keep_freed_memory()  # inherited by the children (and their workers)
-    for name in modules:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    if "projloss" in sys.modules:
-        _load_kernels()
-
-
-def _load_kernels() -> None:
-    """Call every set's projections and MAP oracle once on a tiny input: numba loads their
-    compiled kernels from its disk cache on a first call (half a second for the Birkhoff
-    polytope's), once here instead of once per stage."""
-    import numpy as np
-
-    from projloss.sets import SETS
-
-    theta = np.linspace(-1.0, 1.0, 2 * 3 * 3)
-    for cls in SETS.values():
-        with contextlib.suppress(Exception):  # a set that needs parameters: skipped
-            convex = cls()
-            x = theta.reshape(2, *convex.event_shape(3))
-            for geometry in ("euclidean", "kl"):
-                convex.project(x, geometry)
-            convex.argmax(x)
-
-
-def _sources() -> dict[str, tuple[int, int]]:
-    """``(mtime_ns, size)`` of the files of this package's and the engine's modules."""
-    roots = [Path(__file__).resolve().parent]
-    engine = sys.modules.get("projloss")
-    if engine is not None and getattr(engine, "__file__", None):
-        roots.append(Path(engine.__file__).resolve().parent)
-    out = {}
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file:
-            continue
-        resolved = Path(file).resolve()
-        if any(root in resolved.parents for root in roots):
-            with contextlib.suppress(OSError):
-                st = resolved.stat()
-                out[str(resolved)] = (st.st_mtime_ns, st.st_size)
-    return out
-
-
-def _refusal(
-    request: Mapping[str, Any],
-    identity: Mapping[str, Any],
-    sources: Mapping[str, tuple[int, int]],
-    threads: int,
-) -> str | None:
-    """Why this request must run in the stage's own process (``None``: it need not)."""
-    theirs = request.get("python", {})
-    if theirs.get("executable") != identity["executable"]:
-        return f"another Python ({theirs.get('executable')})"
-    if theirs.get("path") != identity["path"]:
-        return "another module search path (sys.path)"
-    if theirs.get("env") != identity["env"]:
-        keys = sorted(
-            k
-            for k in set(theirs.get("env", {})) | set(identity["env"])
-            if theirs.get("env", {}).get(k) != identity["env"].get(k)
-        )
-        return "other import-time settings: " + ", ".join(keys)
-    if threads != 1:
-        return f"the server has {threads} threads (a fork copies one)"
-    for file, stamp in sources.items():
-        try:
-            st = os.stat(file)
-        except OSError:
-            return f"{file} was removed since the server started"
-        if (st.st_mtime_ns, st.st_size) != stamp:
-            return f"{file} changed since the server started"
-    return None
-
-
-def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    # the header alone (the descriptors come with its first byte): the signals the stage
-    # process forwards may follow the request on the same stream
-    data, fds, _flags, _addr = socket.recv_fds(conn, _HEADER.size, 3)
-    while 0 < len(data) < _HEADER.size:
-        chunk = conn.recv(_HEADER.size - len(data))
-        if not chunk:
-            break
-        data += chunk
-    if len(fds) != 3 or len(data) < _HEADER.size:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a request needs a header and three file descriptors")
-    (size,) = _HEADER.unpack(data)
-    payload = bytearray()
-    while len(payload) < size:
-        chunk = conn.recv(size - len(payload))
-        if not chunk:
-            for fd in fds:
-                os.close(fd)
-            raise ValueError("the request was cut short")
-        payload += chunk
-    return json.loads(bytes(payload)), list(fds)
-
-
-def _run_child(
-    listener: socket.socket, conn: socket.socket, request: Mapping[str, Any], fds: list[int]
-) -> None:
-    """Fork the child that runs the request; relay signals; send its exit status."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # blocked until the child has its handlers: a signal forwarded at once is not lost
-    signals = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        listener.close()
-        conn.close()
-        os._exit(_child(request, fds, blocked))
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    pidfd = os.pidfd_open(pid)
-    try:
-        status = None
-        while status is None:
-            ready, _, _ = select.select([conn, pidfd], [], [])
-            if pidfd in ready:
-                _, raw = os.waitpid(pid, 0)
-                status = os.waitstatus_to_exitcode(raw)
-                break
-            try:
-                data = conn.recv(64)
-            except OSError:
-                data = b""
-            signums = [int(s) for s in data.split()] if data else [signal.SIGTERM]
-            for signum in signums:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signum)
-            if not data:  # the stage process is gone: wait for the child's end
-                _, raw = os.waitpid(pid, 0)
-                return
-    finally:
-        os.close(pidfd)
-    # a signal's death is 128 + signal number, as a shell reports it
-    code = status if status >= 0 else 128 - status
-    with contextlib.suppress(OSError):
-        conn.sendall(json.dumps({"status": code}).encode() + b"\n")
-
-
-def _child(request: Mapping[str, Any], fds: list[int], mask: set[signal.Signals]) -> int:
-    """Become the stage process of ``request`` and run its target; the exit status."""
-    global IN_CHILD
-    IN_CHILD = True
-    code = 1
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        from .lifecycle import die_with_parent
-
-        die_with_parent()  # SIGTERM when the server ends (stopped with the command)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        _reopen_standard_streams()
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update({k: v for k, v in request["env"].items() if k != ENV})
-        sys.argv = list(request["argv"])
-        module, _, function = str(request["target"]).partition(":")
-        entry = getattr(importlib.import_module(module), function)
-        try:
-            entry()
-            code = 0
-        except SystemExit as exc:
-            code = _exit_status(exc.code)
-        except KeyboardInterrupt:
-            code = 128 + signal.SIGINT
-        except BaseException:  # a bug: its traceback, as Python prints it
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        threading._shutdown()  # type: ignore[attr-defined]  # as the interpreter's exit
-        atexit._run_exitfuncs()  # may end the process (pipeline.stage's handler)
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-    return code
-
-
-def _exit_status(code: Any) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _reopen_standard_streams() -> None:
-    """``sys.stdin/stdout/stderr`` on the new descriptors 0-2, buffered as Python does
-    for what they are (a terminal: line by line)."""
-    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
-    sys.stdin = open(0, encoding=sys.stdin.encoding, errors=sys.stdin.errors, closefd=False)
-    for fd, name in ((1, "stdout"), (2, "stderr")):
-        old = getattr(sys, name)
-        stream = open(
-            fd,
-            "w",
-            encoding=old.encoding,
-            errors=old.errors,
-            closefd=False,
-            buffering=1 if (os.isatty(fd) or fd == 2) else -1,
-        )
-        if unbuffered:
-            stream.reconfigure(write_through=True)
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)
-    sys.__stdin__ = sys.stdin
-
-
 # --------------------------------------------------------------------------- the command
 @contextlib.contextmanager
 def running_server(modules: Sequence[str] | None = None) -> Iterator[str | None]:
@@ -489,7 +197,7 @@ def running_server(modules: Sequence[str] | None = None) -> Iterator[str | None]
         shutil.rmtree(directory, ignore_errors=True)
         directory = tempfile.mkdtemp(prefix="pipeline-preload-", dir="/tmp")
         path = os.path.join(directory, "socket")
-    cmd = [sys.executable, "-m", "pipeline.preload", "--serve", path]
+    cmd = [sys.executable, "-m", "pipeline.preload_server", path]
     if modules is not None:
         cmd += ["--modules", ",".join(modules)]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -543,22 +251,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="Run COMMAND (e.g. dvc repro) with the DVC stages forked from one "
         "interpreter that has imported the pipeline's libraries once.",
     )
-    parser.add_argument("--serve", metavar="SOCKET", help=argparse.SUPPRESS)
-    parser.add_argument("--modules", help=argparse.SUPPRESS)
+    parser.add_argument("--modules", help=argparse.SUPPRESS)  # the server's (tests)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run")
     args = parser.parse_args(argv)
-    modules = PRELOAD if args.modules is None else [m for m in args.modules.split(",") if m]
-    if args.serve:
-        serve(args.serve, modules)
-        return
+    modules = None if args.modules is None else [m for m in args.modules.split(",") if m]
     if not args.command:
         parser.error("give the command to run, e.g. python -m pipeline.preload dvc repro")
-    sys.exit(run(args.command, None if args.modules is None else modules))
+    sys.exit(run(args.command, modules))
 
 
 if __name__ == "__main__":
-    # the functions of the module ``pipeline.preload`` (not of ``__main__``, a copy): the
-    # stage's code reads its IN_CHILD
-    from pipeline.preload import main as _main
-
-    _main()
+    main()

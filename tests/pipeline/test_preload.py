@@ -75,7 +75,7 @@ def _servers(tmp: Path) -> list[int]:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"--serve" in cmdline and any(str(tmp).encode() in c for c in cmdline):
+        if b"pipeline.preload_server" in cmdline and any(str(tmp).encode() in c for c in cmdline):
             found.append(int(proc.name))
     return found
 

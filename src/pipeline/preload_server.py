@@ -1,0 +1,339 @@
+"""The preload server of :mod:`pipeline.preload` (``python -m pipeline.preload_server
+SOCKET [--modules a,b]``, started and stopped by ``python -m pipeline.preload``).
+
+It binds ``SOCKET`` first (stage processes may connect while it imports), imports the
+modules of :data:`PRELOAD` and loads the engine's compiled kernels, then serves one
+request at a time: it checks that the stage process could run in a fork of this process
+(:func:`_refusal`: the same Python, import-time settings and source files), forks a child
+that becomes the stage process (its standard streams, directory, environment and command
+line) and runs its entry point with the exit handlers in a stage process's order, relays
+the signals the stage process forwards, and sends back the child's exit status.
+
+Nothing here decides what a stage computes: the child runs the stage's own code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import preload
+from .preload import _HEADER, ENV, _python_identity
+
+#: the modules the server imports (those missing are skipped): what the stages import
+PRELOAD = (
+    "numpy",
+    "scipy.sparse",
+    "scipy.optimize",
+    "sklearn.base",
+    "sklearn.utils.validation",
+    "projloss",
+    "projloss.estimators",
+    "mlflow",
+    "mlflow.sklearn",
+    "mlflow.models",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "skops.io",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+    "threadpoolctl",
+    "pipeline.config.run",
+    "pipeline.config.experiments",
+    "pipeline.data.api",
+    "pipeline.runs.tune",
+    "pipeline.runs.refit",
+    "pipeline.runs.evaluate",
+    "pipeline.runs.parallel",
+    "pipeline.runs.tracking",
+    "pipeline.runs.mlflow_view",
+    "pipeline.runs.figures",
+    "pipeline.report.build",
+)
+
+
+def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
+    """Listen on ``path``, import ``modules``, then run each request in a child, one at
+    a time, until SIGTERM."""
+    from .lifecycle import die_with_parent
+
+    die_with_parent()  # stopped with the command that started it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)  # first: stage processes may connect while the imports run
+    listener.listen(16)
+    _preload(modules)
+    identity = _python_identity()
+    sources = _sources()
+    threads = threading.active_count()
+    while True:
+        conn, _ = listener.accept()
+        with conn:
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError):
+                continue
+            try:
+                refusal = _refusal(request, identity, sources, threads)
+                if refusal:
+                    conn.sendall(json.dumps({"local": refusal}).encode() + b"\n")
+                    continue
+                _run_child(listener, conn, request, fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+
+def _preload(modules: Sequence[str]) -> None:
+    # the stage's own exit handler first: the last to run in a child, after the handlers
+    # the libraries register when imported, as in a stage process (pipeline.stage.main)
+    from . import stage
+
+    stage.register_exit_handler()
+    stage.keep_freed_memory()  # inherited by the children (and their workers)
+    for name in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    if "projloss" in sys.modules:
+        _load_kernels()
+
+
+def _load_kernels() -> None:
+    """Call every set's projections and MAP oracle once on a tiny input: numba loads their
+    compiled kernels from its disk cache on a first call (half a second for the Birkhoff
+    polytope's), once here instead of once per stage."""
+    import numpy as np
+
+    from projloss.sets import SETS
+
+    theta = np.linspace(-1.0, 1.0, 2 * 3 * 3)
+    for cls in SETS.values():
+        with contextlib.suppress(Exception):  # a set that needs parameters: skipped
+            convex = cls()
+            x = theta.reshape(2, *convex.event_shape(3))
+            for geometry in ("euclidean", "kl"):
+                convex.project(x, geometry)
+            convex.argmax(x)
+
+
+def _sources() -> dict[str, tuple[int, int]]:
+    """``(mtime_ns, size)`` of the files of this package's and the engine's modules."""
+    roots = [Path(__file__).resolve().parent]
+    engine = sys.modules.get("projloss")
+    if engine is not None and getattr(engine, "__file__", None):
+        roots.append(Path(engine.__file__).resolve().parent)
+    out = {}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        resolved = Path(file).resolve()
+        if any(root in resolved.parents for root in roots):
+            with contextlib.suppress(OSError):
+                st = resolved.stat()
+                out[str(resolved)] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _refusal(
+    request: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    sources: Mapping[str, tuple[int, int]],
+    threads: int,
+) -> str | None:
+    """Why this request must run in the stage's own process (``None``: it need not)."""
+    theirs = request.get("python", {})
+    if theirs.get("executable") != identity["executable"]:
+        return f"another Python ({theirs.get('executable')})"
+    if theirs.get("path") != identity["path"]:
+        return "another module search path (sys.path)"
+    if theirs.get("env") != identity["env"]:
+        keys = sorted(
+            k
+            for k in set(theirs.get("env", {})) | set(identity["env"])
+            if theirs.get("env", {}).get(k) != identity["env"].get(k)
+        )
+        return "other import-time settings: " + ", ".join(keys)
+    if threads != 1:
+        return f"the server has {threads} threads (a fork copies one)"
+    for file, stamp in sources.items():
+        try:
+            st = os.stat(file)
+        except OSError:
+            return f"{file} was removed since the server started"
+        if (st.st_mtime_ns, st.st_size) != stamp:
+            return f"{file} changed since the server started"
+    return None
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    # the header alone (the descriptors come with its first byte): the signals the stage
+    # process forwards may follow the request on the same stream
+    data, fds, _flags, _addr = socket.recv_fds(conn, _HEADER.size, 3)
+    while 0 < len(data) < _HEADER.size:
+        chunk = conn.recv(_HEADER.size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    if len(fds) != 3 or len(data) < _HEADER.size:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request needs a header and three file descriptors")
+    (size,) = _HEADER.unpack(data)
+    payload = bytearray()
+    while len(payload) < size:
+        chunk = conn.recv(size - len(payload))
+        if not chunk:
+            for fd in fds:
+                os.close(fd)
+            raise ValueError("the request was cut short")
+        payload += chunk
+    return json.loads(bytes(payload)), list(fds)
+
+
+def _run_child(
+    listener: socket.socket, conn: socket.socket, request: Mapping[str, Any], fds: list[int]
+) -> None:
+    """Fork the child that runs the request; relay signals; send its exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # blocked until the child has its handlers: a signal forwarded at once is not lost
+    signals = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        listener.close()
+        conn.close()
+        os._exit(_child(request, fds, blocked))
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    pidfd = os.pidfd_open(pid)
+    try:
+        status = None
+        while status is None:
+            ready, _, _ = select.select([conn, pidfd], [], [])
+            if pidfd in ready:
+                _, raw = os.waitpid(pid, 0)
+                status = os.waitstatus_to_exitcode(raw)
+                break
+            try:
+                data = conn.recv(64)
+            except OSError:
+                data = b""
+            signums = [int(s) for s in data.split()] if data else [signal.SIGTERM]
+            for signum in signums:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+            if not data:  # the stage process is gone: wait for the child's end
+                _, raw = os.waitpid(pid, 0)
+                return
+    finally:
+        os.close(pidfd)
+    # a signal's death is 128 + signal number, as a shell reports it
+    code = status if status >= 0 else 128 - status
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps({"status": code}).encode() + b"\n")
+
+
+def _child(request: Mapping[str, Any], fds: list[int], mask: set[signal.Signals]) -> int:
+    """Become the stage process of ``request`` and run its target; the exit status."""
+    preload.IN_CHILD = True  # the stage's command reads it (no delegating again)
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        from .lifecycle import die_with_parent
+
+        die_with_parent()  # SIGTERM when the server ends (stopped with the command)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        _reopen_standard_streams()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update({k: v for k, v in request["env"].items() if k != ENV})
+        sys.argv = list(request["argv"])
+        module, _, function = str(request["target"]).partition(":")
+        entry = getattr(importlib.import_module(module), function)
+        try:
+            entry()
+            code = 0
+        except SystemExit as exc:
+            code = _exit_status(exc.code)
+        except KeyboardInterrupt:
+            code = 128 + signal.SIGINT
+        except BaseException:  # a bug: its traceback, as Python prints it
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        threading._shutdown()  # type: ignore[attr-defined]  # as the interpreter's exit
+        atexit._run_exitfuncs()  # may end the process (pipeline.stage's handler)
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+    return code
+
+
+def _exit_status(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _reopen_standard_streams() -> None:
+    """``sys.stdin/stdout/stderr`` on the new descriptors 0-2, buffered as Python does
+    for what they are (a terminal: line by line)."""
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    sys.stdin = open(0, encoding=sys.stdin.encoding, errors=sys.stdin.errors, closefd=False)
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        stream = open(
+            fd,
+            "w",
+            encoding=old.encoding,
+            errors=old.errors,
+            closefd=False,
+            buffering=1 if (os.isatty(fd) or fd == 2) else -1,
+        )
+        if unbuffered:
+            stream.reconfigure(write_through=True)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    sys.__stdin__ = sys.stdin
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.preload_server",
+        description="The preload server of `python -m pipeline.preload` (started by it).",
+    )
+    parser.add_argument("socket", help="the Unix socket to listen on")
+    parser.add_argument("--modules", help="comma-separated modules (default: PRELOAD)")
+    args = parser.parse_args(argv)
+    modules = PRELOAD if args.modules is None else [m for m in args.modules.split(",") if m]
+    serve(args.socket, modules)
+
+
+if __name__ == "__main__":
+    # the functions of the module ``pipeline.preload_server``, not of ``__main__`` (a copy)
+    from pipeline.preload_server import main as _main
+
+    _main()
