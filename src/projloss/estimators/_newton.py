@@ -72,6 +72,7 @@ from ..sets.reals import Reals
 from ..sets.row_simplex import RowSimplex
 from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
+from ._sparse_gram import pair_gram
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
 SEPARABLE = (UnitCube, NonNegative, Reals)
@@ -93,6 +94,12 @@ MERGE = 1e-9
 
 #: the preconditioner is refactored when the previous solve took more CG iterations
 REUSE_CG = 10
+
+#: the CG iterations of a stale preconditioner that is cheap to refresh (the sparse
+#: per-output blocks: a refresh costs about as much as 30 Hessian-vector products) before
+#: the solve is redone with a fresh one (tmc2007_500's knapsack: stale solves of 100-200
+#: iterations otherwise)
+STALE_CG = 8
 
 #: the dense Cholesky preconditioner is used only if the largest curvature of ``H`` over
 #: ``alpha`` is below this (beyond, rounding makes the formed ``H`` indefinite)
@@ -119,6 +126,15 @@ MAX_SPLITS = 3
 #: 11 x 423, needs it); above (tmc2007_500's 22 labels x 501 features: 11k coefficients,
 #: a 1 GB matrix), Hessian-vector products only
 MAX_DENSE_COEF = 6000
+
+#: the widest sparse features (columns, intercept included) for the per-output block
+#: preconditioner (tmc2007_500: 501); above, the Jacobi preconditioner (the paper's
+#: 30,438-feature TMC)
+MAX_SPARSE_BLOCK = 4000
+
+#: the largest number of entries of the ``p`` per-output ``m x m`` blocks of the sparse
+#: block preconditioner (``8 *`` this bytes: 128 MB; tmc2007_500: 22 x 501^2 = 5.5 million)
+MAX_BLOCK_ENTRIES = 16_000_000
 
 Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
@@ -200,6 +216,23 @@ def affordable(projection_set: ConvexSet, p: int, geometry: str = "euclidean") -
     if isinstance(projection_set, Knapsack) and geometry == "euclidean":
         return True
     return p <= MAX_COUPLED_OUTPUTS
+
+
+def sparse_blocks_fit(m: int, p: int) -> bool:
+    """Whether sparse features of ``m`` columns (intercept included) and ``p`` outputs get
+    the per-output block preconditioner (:meth:`_BasisProblem.sparse_output_preconditioner`):
+    at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES` block entries."""
+    return m <= MAX_SPARSE_BLOCK and p * m * m <= MAX_BLOCK_ENTRIES
+
+
+def output_diagonals(J: NDArray | DiagonalMinusRankOne) -> NDArray[np.float64]:
+    r"""The diagonals :math:`(J_i)_{aa}`, ``(n, p)``, of Jacobians given as diagonals
+    ``(n, p)``, :class:`DiagonalMinusRankOne` (:math:`d_{ia} - v_{ia}^2`) or ``(n, p, p)``
+    matrices: with them, :math:`\frac1n \tilde G^\top \mathrm{diag}(J_{:a}) \tilde G
+    + \alpha I` are the diagonal blocks of ``H`` over the outputs."""
+    if isinstance(J, DiagonalMinusRankOne):
+        return np.maximum(J.d - J.v * J.v, 0.0)
+    return J if J.ndim == 2 else np.einsum("iaa->ia", J)
 
 
 def knapsack_jacobians(
@@ -307,6 +340,8 @@ class _BasisProblem:
         self.phi, self.set, self.geometry = phi, projection_set, geometry
         self.event_shape, self.alpha = event_shape, alpha
         self.nfev = 0
+        #: whether the preconditioner is the sparse per-output blocks (cheap to refresh)
+        self.cheap_refresh = False
 
     def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         n, p = theta.shape
@@ -400,6 +435,9 @@ class _BasisProblem:
         (:math:`J_i \preceq \mathrm{diag}(d_i)`: one ``m x m`` factorization per
         output, never a ``(p m)^2`` matrix)."""
         if self.sparse:
+            self.cheap_refresh = self.sparse_blocks_affordable(J)
+            if self.cheap_refresh:
+                return self.sparse_output_preconditioner(output_diagonals(J))
             return self.jacobi_preconditioner(J)
         if isinstance(J, DiagonalMinusRankOne):
             return self.output_preconditioner(J.d)
@@ -440,19 +478,74 @@ class _BasisProblem:
             return np.asarray(self.Gt.multiply(self.Gt).T @ T).T
         return T.T @ (self.Gt * self.Gt)
 
+    def sparse_blocks_affordable(self, J: NDArray | DiagonalMinusRankOne) -> bool:
+        """Whether the per-output blocks of :meth:`output_preconditioner` fit for sparse
+        features: at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES`
+        entries in the ``p`` blocks (else the Jacobi preconditioner)."""
+        p = J.d.shape[1] if isinstance(J, DiagonalMinusRankOne) else J.shape[1]
+        return sparse_blocks_fit(self.Gt.shape[1], p)
+
+    def weighted_gram(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`\tilde G^\top \mathrm{diag}(w) \tilde G`, ``(m, m)`` dense, for
+        ``w >= 0``: for sparse features one sparse product (``O(sum_i nnz_i^2)`` over the
+        rows with ``w_i > 0``), never a dense copy of the features; for dense ones a
+        symmetric rank-k update (BLAS syrk) over those rows only."""
+        rows = np.flatnonzero(w > 0)  # the samples with curvature on this output
+        if self.sparse:
+            R = self.Gt[rows]
+            S = R.copy()
+            S.data *= np.repeat(w[rows], np.diff(S.indptr))
+            return np.asarray((R.T @ S).toarray())
+        S = self.Gt[rows] * np.sqrt(w[rows])[:, None]
+        return S.T @ S
+
+    def sparse_output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
+        r""":meth:`output_preconditioner` for sparse features: the ``p`` blocks
+        :math:`\frac1n \tilde G^\top \mathrm{diag}(J_{:a}) \tilde G + \alpha
+        I_{\mathrm{pen}}` from one product with the features' pair products
+        (:func:`._sparse_gram.pair_gram`, kept for a lambda grid), Cholesky factors only
+        (two triangular solves per output and application: no explicit inverse)."""
+        n, p = J.shape
+        pairs = pair_gram(self.Gt)
+        if pairs is None:
+            blocks = np.stack([self.weighted_gram(J[:, a] / n) for a in range(p)])
+        else:
+            blocks = pairs.grams(J / n)
+        idx = np.arange(blocks.shape[1])
+        blocks[:, idx, idx] += self.alpha * self.pen
+        factors: list[tuple[NDArray[np.float64], bool]] = []  # (factor, is Cholesky)
+        for M in blocks:
+            try:  # positive definite whenever every coefficient is penalized
+                factors.append((cho_factor(M, lower=True, check_finite=False)[0], True))
+            except LinAlgError:  # singular (an unpenalized intercept, no curvature)
+                w, E = np.linalg.eigh(M)
+                top = max(float(w.max()), 1e-300)
+                inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+                factors.append(((E * inv) @ E.T, False))
+
+        def precond(R: NDArray[np.float64]) -> NDArray[np.float64]:
+            out = np.empty_like(R)
+            for a, (factor, is_cholesky) in enumerate(factors):
+                if is_cholesky:
+                    out[a] = cho_solve((factor, True), R[a], check_finite=False)
+                else:
+                    out[a] = factor @ R[a]
+            return out
+
+        return precond
+
     def output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
         r"""The exact inverse of ``H`` for diagonal Jacobians: ``H`` is then block
         diagonal over the outputs, :math:`H_a = \frac1n \tilde G^\top \mathrm{diag}(J_{:a})
-        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output."""
+        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output. For
+        other Jacobians given by their per-output diagonals (:func:`output_diagonals`), the
+        inverse of the block diagonal of ``H`` over the outputs (block Jacobi)."""
         n, p = J.shape
-        Gt = self.Gt
-        m = Gt.shape[1]
+        m = self.Gt.shape[1]
         eye = np.eye(m)
         inverses = []
         for a in range(p):
-            rows = np.flatnonzero(J[:, a] > 0)  # the samples with curvature on output a
-            S = Gt[rows] * np.sqrt(J[rows, a] / n)[:, None]
-            M = S.T @ S  # a symmetric rank-k update (BLAS syrk): the rows in the support only
+            M = self.weighted_gram(J[:, a] / n)
             M[np.diag_indices_from(M)] += self.alpha * self.pen
             try:  # Cholesky: positive definite whenever every coefficient is penalized
                 L = cholesky(M, lower=True)
@@ -709,11 +802,21 @@ def _newton_solve(
             break
         J = problem.jacobians(theta, u)
         gnorm = float(np.linalg.norm(g))
-        if precond is None or n_cg > REUSE_CG:  # the last factorization has gone stale
+        fresh = precond is None or n_cg > REUSE_CG  # the last factorization has gone stale
+        if fresh:
             precond = problem.preconditioner(J)
             n_factor += 1
-        D, n_cg = _pcg(problem, J, g, precond, min(0.1, np.sqrt(gnorm)), max_cg)
+        rtol = min(0.1, np.sqrt(gnorm))
+        # a stale preconditioner that is cheap to refresh (sparse per-output blocks) gets
+        # STALE_CG iterations: beyond, the solve is redone with a fresh one
+        stale_cap = STALE_CG if not fresh and problem.cheap_refresh else max_cg
+        D, n_cg = _pcg(problem, J, g, precond, rtol, min(stale_cap, max_cg))
         cg_total += n_cg
+        if n_cg >= stale_cap < max_cg:
+            precond = problem.preconditioner(J)
+            n_factor += 1
+            D, n_cg = _pcg(problem, J, g, precond, rtol, max_cg)
+            cg_total += n_cg
         slope = float(np.sum(g * D))
         if not slope < 0:  # rounding (or a direction without curvature, e.g. an unpenalized
             # intercept where no sample has curvature: CG diverges): the preconditioned
