@@ -8,12 +8,14 @@ features :math:`G` (``n x m``, CSR) are
     \qquad a = 1, \dots, p.
 
 A row with :math:`k_i` nonzeros contributes to :math:`k_i (k_i + 1) / 2` entries of the
-upper triangle. :class:`PairGram` lists those products once (a sparse ``(m^2, n)`` matrix
-``P`` whose column ``i`` holds :math:`g_{ij} g_{ik}`, ``j <= k``, at row ``j m + k``): then
-all the blocks are one sparse-dense product ``P W`` (``O(p \sum_i k_i^2 / 2)``), instead of
-``p`` sparse-sparse products that each rebuild the pattern (tmc2007_500, 16,139 x 501,
-22 outputs: 4.7 million pairs). Built once per feature matrix (:func:`pair_gram` keeps the
-last one: a lambda grid refits the same features) and never densifies ``G``.
+upper triangle. :class:`PairGram` lists those products once (a sparse ``(n, m^2)`` matrix
+``P`` whose row ``i`` holds :math:`g_{ij} g_{ik}`, ``j <= k``, at column ``j m + k``): then
+all the blocks are one sparse-dense product :math:`P^\top W` (``O(p \sum_i k_i^2 / 2)``)
+instead of ``p`` sparse-sparse products that each rebuild the pattern (tmc2007_500:
+16,139 x 501 with the intercept, 22 outputs, 5.6 million pairs). Built once per feature
+matrix (:func:`pair_gram` keeps the last one: a lambda grid refits the same features);
+``G`` is never densified, and ``P`` is only listed when it has fewer entries than a dense
+copy of ``G`` would (rows of fewer than about :math:`\sqrt{2m}` nonzeros).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-#: the largest number of pairs (entries of ``P``, 12 bytes each: 240 MB) listed; beyond,
+#: the largest number of pairs (entries of ``P``, 12 bytes each: 240 MB; about 28 bytes
+#: each while they are listed) listed; beyond,
 #: :func:`pair_gram` returns ``None`` (the caller forms the blocks one at a time)
 MAX_PAIRS = 20_000_000
 
@@ -49,26 +52,32 @@ class PairGram:
             G = G.sorted_indices()
         n, m = G.shape
         lengths = np.diff(G.indptr).astype(np.int64)
-        ends = np.repeat(G.indptr[1:].astype(np.int64), lengths)  # the row end of each entry
-        count = ends - np.arange(G.nnz, dtype=np.int64)  # pairs (e, e2), e2 >= e, per entry
-        first = np.repeat(np.arange(G.nnz, dtype=np.int64), count)
-        starts = np.cumsum(count) - count
-        second = first + np.arange(first.size, dtype=np.int64) - np.repeat(starts, count)
-        key = G.indices[first].astype(np.int64) * m + G.indices[second]
-        row = np.repeat(np.arange(n, dtype=np.int64), lengths)[first]
+        per_row = lengths * (lengths + 1) // 2
+        total = int(per_row.sum())
+        index = np.int32 if max(total, m * m, G.nnz) < 2**31 else np.int64
+        # entry e pairs with the entries e, ..., (end of its row) - 1
+        count = np.repeat(G.indptr[1:], lengths) - np.arange(G.nnz)
+        first = np.repeat(np.arange(G.nnz, dtype=index), count)
+        second = np.arange(total, dtype=index)
+        second -= np.repeat((np.cumsum(count) - count).astype(index), count)
+        second += first
+        key = G.indices[first].astype(index) * m + G.indices[second]
         value = G.data[first] * G.data[second]
-        self.P = sp.csr_matrix((value, (key, row)), shape=(m * m, n))
+        del first, second
+        indptr = np.concatenate([[0], np.cumsum(per_row)]).astype(index)
+        # (n, m^2): row i lists the pairs of row i of G, already in order (no sort)
+        self.PT = sp.csr_matrix((value, key, indptr), shape=(n, m * m))
         self.m = m
 
     @property
     def n_pairs(self) -> int:
-        return int(self.P.nnz)
+        return int(self.PT.nnz)
 
     def grams(self, W: NDArray[np.float64]) -> NDArray[np.float64]:
         r"""The ``(p, m, m)`` matrices :math:`G^\top \mathrm{diag}(W_{:a}) G` for ``W``
         ``(n, p)``."""
         m, p = self.m, W.shape[1]
-        U = np.asarray(self.P @ W).T.reshape(p, m, m)  # the upper triangles (j <= k)
+        U = np.asarray(self.PT.T @ W).T.reshape(p, m, m)  # the upper triangles (j <= k)
         M = U + U.transpose(0, 2, 1)
         idx = np.arange(m)
         M[:, idx, idx] = U[:, idx, idx]
@@ -82,8 +91,8 @@ def count_pairs(G: sp.csr_matrix) -> int:
 
 
 def pair_gram(G: sp.csr_matrix, max_pairs: int = MAX_PAIRS) -> PairGram | None:
-    """:class:`PairGram` of ``G``, or ``None`` above ``max_pairs`` pairs; the last one is
-    kept (keyed by the contents of ``G``)."""
+    """:class:`PairGram` of ``G``, or ``None`` above ``max_pairs`` pairs or above the
+    entries of ``G`` densified; the last one is kept (keyed by the contents of ``G``)."""
     G = sp.csr_matrix(G)
     digest = hashlib.blake2b(digest_size=16)
     for part in (G.indptr, G.indices, G.data):
@@ -93,6 +102,6 @@ def pair_gram(G: sp.csr_matrix, max_pairs: int = MAX_PAIRS) -> PairGram | None:
     if hit is not None and hit[0] == key:
         return hit[1]
     _CACHE.pop("last", None)  # free the previous one before building
-    out = PairGram(G) if count_pairs(G) <= max_pairs else None
+    out = PairGram(G) if count_pairs(G) <= min(max_pairs, G.shape[0] * G.shape[1]) else None
     _CACHE["last"] = (key, out)
     return out
