@@ -325,23 +325,49 @@ class _BasisProblem:
         event_shape: tuple[int, ...],
         alpha: float,
         free_intercept: bool,
+        ones_column: bool = False,
     ) -> None:
         n = G.shape[0]
         self.sparse = sp.issparse(G)
+        #: sparse features: ``G`` itself, the column of 1s (``free_intercept`` or
+        #: ``ones_column``: a penalized one) kept implicit, never a stacked copy
+        self.ones = bool(free_intercept or ones_column) and self.sparse
+        self._Gt: Any = None
         if self.sparse:
-            G = sp.csr_matrix(G)
-            self.Gt = sp.hstack([G, np.ones((n, 1))], format="csr") if free_intercept else G
-            self.GtT = self.Gt.T.tocsr()  # row-major both ways: the products of each CG step
+            self.G = sp.csr_matrix(G)
+        elif free_intercept or ones_column:
+            self._Gt = np.hstack([G, np.ones((n, 1))])
         else:
-            self.Gt = np.hstack([G, np.ones((n, 1))]) if free_intercept else G
-        self.pen = np.ones(self.Gt.shape[1])
+            self._Gt = G
+        self.n, self.m = n, G.shape[1] + int(free_intercept or ones_column)
+        self.pen = np.ones(self.m)
         if free_intercept:
             self.pen[-1] = 0.0
+        self._squared: Any = None
         self.phi, self.set, self.geometry = phi, projection_set, geometry
         self.event_shape, self.alpha = event_shape, alpha
         self.nfev = 0
         #: whether the preconditioner is the sparse per-output blocks (cheap to refresh)
         self.cheap_refresh = False
+
+    @property
+    def Gt(self) -> Any:
+        r""":math:`\tilde G`, the features with the column of 1s (for sparse features a
+        stacked copy, built on first use: only the per-output blocks of narrow features
+        use it)."""
+        if self._Gt is None:
+            self._Gt = (
+                sp.hstack([self.G, np.ones((self.n, 1))], format="csr") if self.ones else self.G
+            )
+        return self._Gt
+
+    def features(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`\tilde G X^\top`, ``(n, p)``, for ``X`` ``(p, m)``."""
+        if not self.sparse:
+            return self.Gt @ X.T
+        if not self.ones:
+            return np.asarray(self.G @ X.T)
+        return np.asarray(self.G @ X[:, :-1].T) + X[:, -1]
 
     def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         n, p = theta.shape
@@ -351,8 +377,8 @@ class _BasisProblem:
         self, X: NDArray[np.float64]
     ) -> tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         self.nfev += 1
-        n = self.Gt.shape[0]
-        theta = self.Gt @ X.T
+        n = self.n
+        theta = self.features(X)
         u = self.project(theta)
         value = float(np.sum(loss_from_projection(theta, u, self.phi, self.geometry, 1))) / n
         Xp = X * self.pen
@@ -413,8 +439,8 @@ class _BasisProblem:
         r""":math:`H D = \frac1n \tilde G^\top [J_i (\tilde G D^\top)_i]_i
         + \alpha D_{\mathrm{pen}}`: two products with the features and the Jacobians
         applied row by row (matrix-free: no ``(p m)^2`` Hessian)."""
-        n = self.Gt.shape[0]
-        T = self.Gt @ D.T
+        n = self.n
+        T = self.features(D)
         if isinstance(J, DiagonalMinusRankOne):
             T = J.apply(T)
         else:
@@ -424,9 +450,10 @@ class _BasisProblem:
     def features_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`T^\top \tilde G`, ``(p, m)``, for ``T`` ``(n, p)`` (sparse features stay
         sparse)."""
-        if self.sparse:
-            return np.asarray(self.GtT @ T).T
-        return T.T @ self.Gt
+        if not self.sparse:
+            return T.T @ self.Gt
+        out = np.asarray(self.G.T @ T).T  # CSC products: no transposed copy
+        return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
         r"""The cheapest exact inverse of ``H`` that is accurate here (dense Cholesky or
@@ -467,23 +494,27 @@ class _BasisProblem:
             diag = J.d - J.v * J.v
         else:
             diag = J if J.ndim == 2 else np.einsum("iaa->ia", J)
-        n = self.Gt.shape[0]
+        n = self.n
         M = self.features_squared_t(diag) / n + self.alpha * self.pen
         inv = np.where(M > 0, 1.0 / np.where(M > 0, M, 1.0), 0.0)
         return lambda R: R * inv
 
     def features_squared_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
-        if self.sparse:
-            return np.asarray(self.Gt.multiply(self.Gt).T @ T).T
-        return T.T @ (self.Gt * self.Gt)
+        if not self.sparse:
+            return T.T @ (self.Gt * self.Gt)
+        if self._squared is None:  # the squared entries on the features' own pattern
+            G = self.G
+            self._squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
+        out = np.asarray(self._squared.T @ T).T
+        return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def sparse_blocks_affordable(self, J: NDArray | DiagonalMinusRankOne) -> bool:
         """Whether the per-output blocks of :meth:`output_preconditioner` fit for sparse
         features: at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES`
         entries in the ``p`` blocks (else the Jacobi preconditioner)."""
         p = J.d.shape[1] if isinstance(J, DiagonalMinusRankOne) else J.shape[1]
-        return sparse_blocks_fit(self.Gt.shape[1], p)
+        return sparse_blocks_fit(self.m, p)
 
     def weighted_gram(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`\tilde G^\top \mathrm{diag}(w) \tilde G`, ``(m, m)`` dense, for
@@ -856,12 +887,14 @@ def newton_fit(
     tol: float,
     max_cg: int = MAX_CG,
     continuation: bool = False,
+    ones_column: bool = False,
 ) -> OptimizeResult:
     r"""Minimize :math:`F` (module docstring) from ``B0 = [B_pen, b]`` (``b`` only if
     ``free_intercept``, an unpenalized intercept); ``F_pen``: the penalized features
-    (with the column of 1s for a penalized intercept), dense. Returns ``x`` = the solution
-    in the original coordinates, ``nit`` Newton iterations (over all the stages, at most
-    ``max_iter``), ``success`` whether the gradient rule was met.
+    (with the column of 1s for a penalized intercept, or without it and
+    ``ones_column=True``: for sparse features no stacked copy), dense or sparse. Returns
+    ``x`` = the solution in the original coordinates, ``nit`` Newton iterations (over all
+    the stages, at most ``max_iter``), ``success`` whether the gradient rule was met.
 
     ``continuation=True`` (a cold start): solve along :func:`continuation_path`, from the
     regularization where the data term stops dominating down to ``alpha``, each stage
@@ -872,17 +905,23 @@ def newton_fit(
     if alpha <= 0:
         raise ValueError("the Newton solver needs alpha > 0")
     if sp.issparse(F_pen):
-        # sparse (linear) features: their own coordinates, kept sparse (Jacobi
-        # preconditioner); no SVD, which would densify them
+        # sparse (linear) features: their own coordinates, kept sparse (Jacobi or
+        # per-output block preconditioner); no SVD, which would densify them, and no
+        # stacked copy for a column of 1s
         F_pen = sp.csr_matrix(F_pen)
-        sq = np.asarray(F_pen.multiply(F_pen).sum(axis=0)).ravel()
+        sq = np.bincount(F_pen.indices, weights=F_pen.data**2, minlength=F_pen.shape[1])
+        if ones_column:
+            sq = np.append(sq, float(F_pen.shape[0]))
         basis = SpectralBasis(F_pen, None, np.sqrt(sq[sq > 0]), 0)
     else:
+        if ones_column:
+            F_pen = np.hstack([F_pen, np.ones((F_pen.shape[0], 1))])
+            ones_column = False
         basis = spectral_basis(F_pen)
     problem = _BasisProblem(
-        basis.G, phi, projection_set, geometry, event_shape, alpha, free_intercept
+        basis.G, phi, projection_set, geometry, event_shape, alpha, free_intercept, ones_column
     )
-    d_pen = F_pen.shape[1]
+    d_pen = F_pen.shape[1] + int(ones_column)
     Q = basis.Q
     m = d_pen if Q is None else Q.shape[1]
     X = B0[:, :d_pen] if Q is None else B0[:, :d_pen] @ Q

@@ -296,8 +296,9 @@ def fit_projection_model(
     def newton(
         B_start: NDArray[np.float64], continuation: bool = False, budget: int | None = None
     ) -> Any:
-        if sp.issparse(F):  # kept sparse: the Newton method in the features' coordinates
-            Fd = sp.hstack([F, np.ones((n, 1))], format="csr") if penalized else F
+        ones_column = False
+        if sp.issparse(F):  # kept sparse: the Newton method in the features' coordinates,
+            Fd, ones_column = F, penalized  # the column of 1s implicit (no stacked copy)
         else:
             Fd = np.asarray(F, dtype=np.float64)
             if penalized:
@@ -314,6 +315,7 @@ def fit_projection_model(
             max_iter=int(max_iter if budget is None else budget),
             tol=float(tol),
             continuation=continuation,
+            ones_column=ones_column,
         )
 
     n_iter_newton = 0
