@@ -478,8 +478,10 @@ def test_sparse_newton_first_reaches_the_optimum_of_lbfgs_then_jacobi(name, monk
     columns) at a small alpha, warm-started as the tune stage's grid: the Newton method
     with the per-output blocks, from the start, ends at the optimum that L-BFGS finished by
     the Jacobi-preconditioned Newton method reaches (the path before), both to
-    ``max |grad| <= 1e-9``; without a single L-BFGS iteration."""
+    ``max |grad| <= 1e-9``; without a single L-BFGS iteration; and where the Newton method
+    does not converge within its first budget, L-BFGS then Newton reach it too."""
     import projloss.estimators._newton as newton_module
+    import projloss.estimators._solver as solver_module
     from projloss.estimators._solver import _Problem
     from projloss.sets import get_set
 
@@ -489,17 +491,22 @@ def test_sparse_newton_first_reaches_the_optimum_of_lbfgs_then_jacobi(name, monk
     start = fit_projection_model(X, Y, S, "euclidean", **{**kw, "alpha": 1e-2})
     warm = dict(coef_init=start.coef, intercept_init=start.intercept)
     blocks = fit_projection_model(X, Y, S, "euclidean", **kw, **warm)
+    monkeypatch.setattr(solver_module, "NEWTON_FIRST_ITER", 1)  # not enough: the fallback
+    fallback = fit_projection_model(X, Y, S, "euclidean", **kw, **warm)
     monkeypatch.setattr(newton_module, "MAX_SPARSE_BLOCK", 0)  # Jacobi, L-BFGS first
     jacobi = fit_projection_model(X, Y, S, "euclidean", **kw, **warm)
-    assert blocks.converged and jacobi.converged
+    assert blocks.converged and fallback.converged and jacobi.converged
     assert blocks.n_iter == blocks.n_iter_newton <= 50  # Newton only
     assert jacobi.n_iter > jacobi.n_iter_newton  # L-BFGS first
+    assert fallback.n_iter > fallback.n_iter_newton >= 1  # 1 Newton, L-BFGS, Newton
+    assert fallback.message.startswith("Newton-CG first: iteration limit")
     problem = _Problem(X, Y, S, "euclidean", (22,), 1e-3, True, True)
-    for fit in (blocks, jacobi):
+    for fit in (blocks, fallback, jacobi):
         B = np.hstack([fit.coef, fit.intercept[:, None]])
         assert np.abs(problem.value_and_gradient(B)[1]).max() <= 1e-9
-    np.testing.assert_allclose(blocks.coef, jacobi.coef, rtol=0, atol=1e-7)
-    np.testing.assert_allclose(blocks.intercept, jacobi.intercept, rtol=0, atol=1e-7)
+    for fit in (fallback, jacobi):
+        np.testing.assert_allclose(blocks.coef, fit.coef, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(blocks.intercept, fit.intercept, rtol=0, atol=1e-7)
 
 
 def test_sparse_fit_never_densifies_the_features(monkeypatch):
