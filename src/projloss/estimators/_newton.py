@@ -39,7 +39,10 @@ products). The preconditioner is the exact inverse of :math:`H` (with the interc
 penalized, i.e. :math:`H` itself for a penalized intercept) from the SVD of
 :math:`A = [e \otimes \tilde g_i]` (``R`` rows, the total rank of the Jacobians: samples
 whose projection is a vertex contribute none), refactored only when the last solve needed
-more than :data:`REUSE_CG` CG iterations. Steps: a line search on the directional
+more than :data:`REUSE_CG` CG iterations. Sparse features (linear models) stay in their own
+coordinates: the preconditioner is the inverse of the block diagonal of :math:`H` over the
+outputs (exact for the separable sets) when they have at most :data:`MAX_SPARSE_BLOCK`
+columns (:mod:`._sparse_gram`), else its diagonal (Jacobi). Steps: a line search on the directional
 derivative (:func:`_line_search`), not on the objective, whose rounding (about
 ``1e-10`` relative for degree-3 kernels) hides the decrease of the last steps.
 
