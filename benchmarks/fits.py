@@ -109,23 +109,39 @@ def _time_fit(run: Run, alpha: float, repeat: int, budget: float) -> dict[str, A
 @contextlib.contextmanager
 def _sparse_spy() -> Iterator[list[bool]]:
     """Record, for every matrix product of the L-BFGS objective, whether it was computed
-    with a sparse operand (the solver multiplies the features by ``safe_sparse_dot``)."""
+    with a sparse operand (the solver multiplies the features by ``safe_sparse_dot``), and
+    for every product of the Newton method with the features (``_BasisProblem.features``
+    and ``features_t``), whether the features were kept sparse."""
     import scipy.sparse as sp
 
+    import projloss.estimators._newton as newton
     import projloss.estimators._solver as solver
 
     calls: list[bool] = []
     original = solver.safe_sparse_dot
+    problem = newton._BasisProblem
+    methods = {name: getattr(problem, name) for name in ("features", "features_t")}
 
     def spy(a: Any, b: Any, **kwargs: Any) -> Any:
         calls.append(sp.issparse(a) or sp.issparse(b))
         return original(a, b, **kwargs)
 
+    def newton_spy(method: Any) -> Any:
+        def wrapped(self: Any, T: Any) -> Any:
+            calls.append(bool(self.sparse))
+            return method(self, T)
+
+        return wrapped
+
     solver.safe_sparse_dot = spy
+    for name, method in methods.items():
+        setattr(problem, name, newton_spy(method))
     try:
         yield calls
     finally:
         solver.safe_sparse_dot = original
+        for name, method in methods.items():
+            setattr(problem, name, method)
 
 
 def _sparse_check(run: Run, alpha: float) -> dict[str, Any]:

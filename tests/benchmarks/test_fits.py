@@ -79,3 +79,26 @@ def test_sparse_spy_restores_the_solver() -> None:
         solver.safe_sparse_dot(np.eye(3), np.ones((3, 2)))
     assert calls == [True, False]
     assert solver.safe_sparse_dot is original
+
+
+def test_sparse_spy_counts_the_newton_products() -> None:
+    """A sparse fit of narrow features runs the Newton method alone (no L-BFGS objective):
+    its products with X are counted, all on the CSR matrix; the methods are restored."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from projloss.estimators._newton import _BasisProblem
+    from projloss.estimators._solver import fit_projection_model
+    from projloss.sets import get_set
+
+    methods = (_BasisProblem.features, _BasisProblem.features_t)
+    X = sp.random(200, 30, density=0.2, format="csr", random_state=0)
+    Y = (np.asarray(X @ np.random.default_rng(0).standard_normal((30, 3))) > 0).astype(float)
+    with fits._sparse_spy() as calls:
+        fit = fit_projection_model(
+            X, Y, get_set("unit_cube"), "euclidean", alpha=1e-2, fit_intercept=True,
+            penalize_intercept=True, max_iter=100, tol=1e-9,
+        )  # fmt: skip
+    assert fit.converged and fit.n_iter == fit.n_iter_newton > 0
+    assert calls and all(calls)
+    assert (_BasisProblem.features, _BasisProblem.features_t) == methods

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from mirror import require_mirror
 from projloss.sets import SETS, get_set
@@ -33,3 +34,25 @@ def load_label_ranking(name: str) -> tuple[np.ndarray, np.ndarray]:
         X.append([float(v) for v in feats])
         y.append([ord(c.strip()) - ord("a") for c in ranking.split(">")])
     return np.array(X), np.array(y, dtype=np.int64)
+
+
+def load_tmc2007_500(n: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The first ``n`` samples of MULAN's tmc2007-500 test part
+    (``multilabel/tmc2007/tmc2007-500-test.arff``, sparse ARFF lines ``{index value,...}``):
+    X ``(n, 500)`` CSR of the binary word features, Y ``(n, 22)`` the labels (attributes
+    500-521)."""
+    path = require_mirror() / "multilabel" / "tmc2007" / "tmc2007-500-test.arff"
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().lower() == "@data") + 1
+    rows, cols, Y = [], [], np.zeros((n, 22))
+    for i, line in enumerate(lines[start : start + n]):
+        for item in line.strip().strip("{}").split(","):
+            if item:
+                j, value = item.split()
+                if int(j) < 500:
+                    rows.append(i)
+                    cols.append(int(j))
+                else:
+                    Y[i, int(j) - 500] = float(value)
+    X = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, 500))
+    return X, Y

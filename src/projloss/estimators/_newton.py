@@ -43,8 +43,12 @@ the block diagonal on the others, where the regularizer dominates
 Cholesky factorization of the ``R x R`` capacitance matrix (Woodbury), the SVD of
 :math:`A = [e \otimes \tilde g_i]` (``R`` rows, the total rank of the Jacobians: samples
 whose projection is a vertex contribute none), or the dense Hessian; refactored only when
-the last solve needed more than :data:`REUSE_CG` CG iterations. Steps: a line search on the
-directional derivative (:func:`_line_search`), not on the objective, whose rounding (about
+the last solve needed more than :data:`REUSE_CG` CG iterations. Sparse features (linear
+models) stay in their own coordinates: the preconditioner is the inverse of the block
+diagonal of :math:`H` over the outputs (exact for the separable sets) when they have at
+most :data:`MAX_SPARSE_BLOCK` columns (:mod:`._sparse_gram`), else its diagonal (Jacobi).
+Steps: a line search on the directional derivative (:func:`_line_search`), not on the
+objective, whose rounding (about
 ``1e-10`` relative for degree-3 kernels) hides the decrease of the last steps.
 
 Stopping rule: the max-norm of the gradient of :math:`F` in the *original* coordinates
@@ -77,6 +81,7 @@ from ..sets.reals import Reals
 from ..sets.row_simplex import RowSimplex
 from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
+from ._sparse_gram import pair_gram
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
 SEPARABLE = (UnitCube, NonNegative, Reals)
@@ -98,6 +103,12 @@ MERGE = 1e-9
 
 #: the preconditioner is refactored when the previous solve took more CG iterations
 REUSE_CG = 10
+
+#: the CG iterations of a stale preconditioner that is cheap to refresh (the sparse
+#: per-output blocks: a refresh costs about as much as 30 Hessian-vector products) before
+#: the solve is redone with a fresh one (tmc2007_500's knapsack: stale solves of 100-200
+#: iterations otherwise)
+STALE_CG = 8
 
 #: the dense Cholesky preconditioner is used only if the largest curvature of ``H`` over
 #: ``alpha`` is below this (beyond, rounding makes the formed ``H`` indefinite)
@@ -128,6 +139,20 @@ TRUNCATE = 1e-2
 #: 11 x 423, needs it); above (tmc2007_500's 22 labels x 501 features: 11k coefficients,
 #: a 1 GB matrix), Hessian-vector products only
 MAX_DENSE_COEF = 6000
+
+#: the widest sparse features (columns, intercept included) for the per-output block
+#: preconditioner (tmc2007_500: 501); above, the Jacobi preconditioner (the paper's
+#: 30,438-feature TMC)
+MAX_SPARSE_BLOCK = 4000
+
+#: the most stored entries of sparse features for a row-major copy of their transpose (the
+#: products ``G^T T`` about 1.4x faster than on the CSC view; 12 bytes an entry: 48 MB);
+#: above (the tmc2007-shape scaling case (b): 23 million), the CSC view, no copy
+MAX_TRANSPOSED_NNZ = 4_000_000
+
+#: the largest number of entries of the ``p`` per-output ``m x m`` blocks of the sparse
+#: block preconditioner (``8 *`` this bytes: 128 MB; tmc2007_500: 22 x 501^2 = 5.5 million)
+MAX_BLOCK_ENTRIES = 16_000_000
 
 Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
@@ -209,6 +234,23 @@ def affordable(projection_set: ConvexSet, p: int, geometry: str = "euclidean") -
     if isinstance(projection_set, Knapsack) and geometry == "euclidean":
         return True
     return p <= MAX_COUPLED_OUTPUTS
+
+
+def sparse_blocks_fit(m: int, p: int) -> bool:
+    """Whether sparse features of ``m`` columns (intercept included) and ``p`` outputs get
+    the per-output block preconditioner (:meth:`_BasisProblem.sparse_output_preconditioner`):
+    at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES` block entries."""
+    return m <= MAX_SPARSE_BLOCK and p * m * m <= MAX_BLOCK_ENTRIES
+
+
+def output_diagonals(J: NDArray | DiagonalMinusRankOne) -> NDArray[np.float64]:
+    r"""The diagonals :math:`(J_i)_{aa}`, ``(n, p)``, of Jacobians given as diagonals
+    ``(n, p)``, :class:`DiagonalMinusRankOne` (:math:`d_{ia} - v_{ia}^2`) or ``(n, p, p)``
+    matrices: with them, :math:`\frac1n \tilde G^\top \mathrm{diag}(J_{:a}) \tilde G
+    + \alpha I` are the diagonal blocks of ``H`` over the outputs."""
+    if isinstance(J, DiagonalMinusRankOne):
+        return np.maximum(J.d - J.v * J.v, 0.0)
+    return J if J.ndim == 2 else np.einsum("iaa->ia", J)
 
 
 def knapsack_jacobians(
@@ -302,18 +344,28 @@ class _BasisProblem:
         alpha: float,
         free_intercept: bool,
         orthogonal: bool = False,
+        ones_column: bool = False,
     ) -> None:
         n = G.shape[0]
         self.sparse = sp.issparse(G)
+        #: sparse features: ``G`` itself, the column of 1s (``free_intercept`` or
+        #: ``ones_column``: a penalized one) kept implicit, never a stacked copy
+        self.ones = bool(free_intercept or ones_column) and self.sparse
+        self._Gt: Any = None
+        self.GT: Any = None  # a row-major copy of G^T (small features only)
         if self.sparse:
-            G = sp.csr_matrix(G)
-            self.Gt = sp.hstack([G, np.ones((n, 1))], format="csr") if free_intercept else G
-            self.GtT = self.Gt.T.tocsr()  # row-major both ways: the products of each CG step
+            self.G = sp.csr_matrix(G)
+            if self.G.nnz <= MAX_TRANSPOSED_NNZ:
+                self.GT = self.G.T.tocsr()
+        elif free_intercept or ones_column:
+            self._Gt = np.hstack([G, np.ones((n, 1))])
         else:
-            self.Gt = np.hstack([G, np.ones((n, 1))]) if free_intercept else G
-        self.pen = np.ones(self.Gt.shape[1])
+            self._Gt = G
+        self.n, self.m = n, G.shape[1] + int(free_intercept or ones_column)
+        self.pen = np.ones(self.m)
         if free_intercept:
             self.pen[-1] = 0.0
+        self._squared: Any = None
         self.phi, self.set, self.geometry = phi, projection_set, geometry
         self.event_shape, self.alpha = event_shape, alpha
         self.nfev = 0
@@ -322,6 +374,27 @@ class _BasisProblem:
         #: the columns of the features are orthogonal, by decreasing norm (a spectral basis)
         self.orthogonal = orthogonal and not self.sparse and not free_intercept
         self.curvature = np.sum(self.Gt * self.Gt, axis=0) / n if self.orthogonal else np.zeros(0)
+        #: whether the preconditioner is the sparse per-output blocks (cheap to refresh)
+        self.cheap_refresh = False
+
+    @property
+    def Gt(self) -> Any:
+        r""":math:`\tilde G`, the features with the column of 1s (for sparse features a
+        stacked copy, built on first use: only the per-output blocks of narrow features
+        use it)."""
+        if self._Gt is None:
+            self._Gt = (
+                sp.hstack([self.G, np.ones((self.n, 1))], format="csr") if self.ones else self.G
+            )
+        return self._Gt
+
+    def features(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`\tilde G X^\top`, ``(n, p)``, for ``X`` ``(p, m)``."""
+        if not self.sparse:
+            return self.Gt @ X.T
+        if not self.ones:
+            return np.asarray(self.G @ X.T)
+        return np.asarray(self.G @ X[:, :-1].T) + X[:, -1]
 
     def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         n, p = theta.shape
@@ -331,8 +404,8 @@ class _BasisProblem:
         self, X: NDArray[np.float64]
     ) -> tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         self.nfev += 1
-        n = self.Gt.shape[0]
-        theta = self.Gt @ X.T
+        n = self.n
+        theta = self.features(X)
         u = self.project(theta)
         value = float(np.sum(loss_from_projection(theta, u, self.phi, self.geometry, 1))) / n
         Xp = X * self.pen
@@ -393,8 +466,8 @@ class _BasisProblem:
         r""":math:`H D = \frac1n \tilde G^\top [J_i (\tilde G D^\top)_i]_i
         + \alpha D_{\mathrm{pen}}`: two products with the features and the Jacobians
         applied row by row (matrix-free: no ``(p m)^2`` Hessian)."""
-        n = self.Gt.shape[0]
-        T = self.Gt @ D.T
+        n = self.n
+        T = self.features(D)
         if isinstance(J, DiagonalMinusRankOne):
             T = J.apply(T)
         else:
@@ -404,9 +477,11 @@ class _BasisProblem:
     def features_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`T^\top \tilde G`, ``(p, m)``, for ``T`` ``(n, p)`` (sparse features stay
         sparse)."""
-        if self.sparse:
-            return np.asarray(self.GtT @ T).T
-        return T.T @ self.Gt
+        if not self.sparse:
+            return T.T @ self.Gt
+        GT = self.G.T if self.GT is None else self.GT  # CSC products: no transposed copy
+        out = np.asarray(GT @ T).T
+        return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
         r"""The cheapest exact inverse of ``H`` that is accurate here (Cholesky of the
@@ -417,6 +492,9 @@ class _BasisProblem:
         (:math:`J_i \preceq \mathrm{diag}(d_i)`: one ``m x m`` factorization per
         output, never a ``(p m)^2`` matrix)."""
         if self.sparse:
+            self.cheap_refresh = self.sparse_blocks_affordable(J)
+            if self.cheap_refresh:
+                return self.sparse_output_preconditioner(output_diagonals(J))
             return self.jacobi_preconditioner(J)
         if isinstance(J, DiagonalMinusRankOne):
             return self.output_preconditioner(J.d)
@@ -476,7 +554,8 @@ class _BasisProblem:
         sub = self._restricted.get(key)
         if sub is None:
             sub = copy.copy(self)
-            sub.Gt = np.ascontiguousarray(self.Gt[:, start:stop])
+            sub._Gt = np.ascontiguousarray(self.Gt[:, start:stop])  # dense (spectral)
+            sub._squared = None
             sub.pen = self.pen[start:stop]
             sub.orthogonal = False  # no further truncation
             sub._gram, sub._restricted = None, {}
@@ -494,30 +573,89 @@ class _BasisProblem:
             diag = J.d - J.v * J.v
         else:
             diag = J if J.ndim == 2 else np.einsum("iaa->ia", J)
-        n = self.Gt.shape[0]
+        n = self.n
         M = self.features_squared_t(diag) / n + self.alpha * self.pen
         inv = np.where(M > 0, 1.0 / np.where(M > 0, M, 1.0), 0.0)
         return lambda R: R * inv
 
     def features_squared_t(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
+        if not self.sparse:
+            return T.T @ (self.Gt * self.Gt)
+        if self._squared is None:  # the squared entries on the features' own pattern
+            G = self.G
+            self._squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
+        out = np.asarray(self._squared.T @ T).T
+        return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
+
+    def sparse_blocks_affordable(self, J: NDArray | DiagonalMinusRankOne) -> bool:
+        """Whether the per-output blocks of :meth:`output_preconditioner` fit for sparse
+        features: at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES`
+        entries in the ``p`` blocks (else the Jacobi preconditioner)."""
+        p = J.d.shape[1] if isinstance(J, DiagonalMinusRankOne) else J.shape[1]
+        return sparse_blocks_fit(self.m, p)
+
+    def weighted_gram(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        r""":math:`\tilde G^\top \mathrm{diag}(w) \tilde G`, ``(m, m)`` dense, for
+        ``w >= 0``: for sparse features one sparse product (``O(sum_i nnz_i^2)`` over the
+        rows with ``w_i > 0``), never a dense copy of the features; for dense ones a
+        symmetric rank-k update (BLAS syrk) over those rows only."""
+        rows = np.flatnonzero(w > 0)  # the samples with curvature on this output
         if self.sparse:
-            return np.asarray(self.Gt.multiply(self.Gt).T @ T).T
-        return T.T @ (self.Gt * self.Gt)
+            R = self.Gt[rows]
+            S = R.copy()
+            S.data *= np.repeat(w[rows], np.diff(S.indptr))
+            return np.asarray((R.T @ S).toarray())
+        S = self.Gt[rows] * np.sqrt(w[rows])[:, None]
+        return S.T @ S
+
+    def sparse_output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
+        r""":meth:`output_preconditioner` for sparse features: the ``p`` blocks
+        :math:`\frac1n \tilde G^\top \mathrm{diag}(J_{:a}) \tilde G + \alpha
+        I_{\mathrm{pen}}` from one product with the features' pair products
+        (:func:`._sparse_gram.pair_gram`, kept for a lambda grid), Cholesky factors only
+        (two triangular solves per output and application: no explicit inverse)."""
+        n, p = J.shape
+        pairs = pair_gram(self.Gt)
+        if pairs is None:
+            blocks = np.stack([self.weighted_gram(J[:, a] / n) for a in range(p)])
+        else:
+            blocks = pairs.grams(J / n)
+        idx = np.arange(blocks.shape[1])
+        blocks[:, idx, idx] += self.alpha * self.pen
+        factors: list[tuple[NDArray[np.float64], bool]] = []  # (factor, is Cholesky)
+        for M in blocks:
+            try:  # positive definite whenever every coefficient is penalized
+                factors.append((cho_factor(M, lower=True, check_finite=False)[0], True))
+            except LinAlgError:  # singular (an unpenalized intercept, no curvature)
+                w, E = np.linalg.eigh(M)
+                top = max(float(w.max()), 1e-300)
+                inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+                factors.append(((E * inv) @ E.T, False))
+
+        def precond(R: NDArray[np.float64]) -> NDArray[np.float64]:
+            out = np.empty_like(R)
+            for a, (factor, is_cholesky) in enumerate(factors):
+                if is_cholesky:
+                    out[a] = cho_solve((factor, True), R[a], check_finite=False)
+                else:
+                    out[a] = factor @ R[a]
+            return out
+
+        return precond
 
     def output_preconditioner(self, J: NDArray[np.float64]) -> Precond:
         r"""The exact inverse of ``H`` for diagonal Jacobians: ``H`` is then block
         diagonal over the outputs, :math:`H_a = \frac1n \tilde G^\top \mathrm{diag}(J_{:a})
-        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output."""
+        \tilde G + \alpha I_{\mathrm{pen}}`, one ``m x m`` factorization per output. For
+        other Jacobians given by their per-output diagonals (:func:`output_diagonals`), the
+        inverse of the block diagonal of ``H`` over the outputs (block Jacobi)."""
         n, p = J.shape
-        Gt = self.Gt
-        m = Gt.shape[1]
+        m = self.Gt.shape[1]
         eye = np.eye(m)
         inverses = []
         for a in range(p):
-            rows = np.flatnonzero(J[:, a] > 0)  # the samples with curvature on output a
-            S = Gt[rows] * np.sqrt(J[rows, a] / n)[:, None]
-            M = S.T @ S  # a symmetric rank-k update (BLAS syrk): the rows in the support only
+            M = self.weighted_gram(J[:, a] / n)
             M[np.diag_indices_from(M)] += self.alpha * self.pen
             try:  # Cholesky: positive definite whenever every coefficient is penalized
                 L = cholesky(M, lower=True)
@@ -832,11 +970,21 @@ def _newton_solve(
             break
         J = problem.jacobians(theta, u)
         gnorm = float(np.linalg.norm(g))
-        if precond is None or n_cg > REUSE_CG:  # the last factorization has gone stale
+        fresh = precond is None or n_cg > REUSE_CG  # the last factorization has gone stale
+        if fresh:
             precond = problem.preconditioner(J)
             n_factor += 1
-        D, n_cg = _pcg(problem, J, g, precond, min(0.1, np.sqrt(gnorm)), max_cg)
+        rtol = min(0.1, np.sqrt(gnorm))
+        # a stale preconditioner that is cheap to refresh (sparse per-output blocks) gets
+        # STALE_CG iterations: beyond, the solve is redone with a fresh one
+        stale_cap = STALE_CG if not fresh and problem.cheap_refresh else max_cg
+        D, n_cg = _pcg(problem, J, g, precond, rtol, min(stale_cap, max_cg))
         cg_total += n_cg
+        if n_cg >= stale_cap < max_cg:
+            precond = problem.preconditioner(J)
+            n_factor += 1
+            D, n_cg = _pcg(problem, J, g, precond, rtol, max_cg)
+            cg_total += n_cg
         slope = float(np.sum(g * D))
         if not slope < 0:  # rounding (or a direction without curvature, e.g. an unpenalized
             # intercept where no sample has curvature: CG diverges): the preconditioned
@@ -876,12 +1024,14 @@ def newton_fit(
     tol: float,
     max_cg: int = MAX_CG,
     continuation: bool = False,
+    ones_column: bool = False,
 ) -> OptimizeResult:
     r"""Minimize :math:`F` (module docstring) from ``B0 = [B_pen, b]`` (``b`` only if
     ``free_intercept``, an unpenalized intercept); ``F_pen``: the penalized features
-    (with the column of 1s for a penalized intercept), dense. Returns ``x`` = the solution
-    in the original coordinates, ``nit`` Newton iterations (over all the stages, at most
-    ``max_iter``), ``success`` whether the gradient rule was met.
+    (with the column of 1s for a penalized intercept, or without it and
+    ``ones_column=True``: for sparse features no stacked copy), dense or sparse. Returns
+    ``x`` = the solution in the original coordinates, ``nit`` Newton iterations (over all
+    the stages, at most ``max_iter``), ``success`` whether the gradient rule was met.
 
     ``continuation=True`` (a cold start): solve along :func:`continuation_path`, from the
     regularization where the data term stops dominating down to ``alpha``, each stage
@@ -892,12 +1042,18 @@ def newton_fit(
     if alpha <= 0:
         raise ValueError("the Newton solver needs alpha > 0")
     if sp.issparse(F_pen):
-        # sparse (linear) features: their own coordinates, kept sparse (Jacobi
-        # preconditioner); no SVD, which would densify them
+        # sparse (linear) features: their own coordinates, kept sparse (Jacobi or
+        # per-output block preconditioner); no SVD, which would densify them, and no
+        # stacked copy for a column of 1s
         F_pen = sp.csr_matrix(F_pen)
-        sq = np.asarray(F_pen.multiply(F_pen).sum(axis=0)).ravel()
+        sq = np.bincount(F_pen.indices, weights=F_pen.data**2, minlength=F_pen.shape[1])
+        if ones_column:
+            sq = np.append(sq, float(F_pen.shape[0]))
         basis = SpectralBasis(F_pen, None, np.sqrt(sq[sq > 0]), 0)
     else:
+        if ones_column:
+            F_pen = np.hstack([F_pen, np.ones((F_pen.shape[0], 1))])
+            ones_column = False
         basis = spectral_basis(F_pen)
     problem = _BasisProblem(
         basis.G,
@@ -908,8 +1064,9 @@ def newton_fit(
         alpha,
         free_intercept,
         orthogonal=basis.Q is not None,
+        ones_column=ones_column,
     )
-    d_pen = F_pen.shape[1]
+    d_pen = F_pen.shape[1] + int(ones_column)
     Q = basis.Q
     m = d_pen if Q is None else Q.shape[1]
     X = B0[:, :d_pen] if Q is None else B0[:, :d_pen] @ Q

@@ -1,0 +1,50 @@
+"""The weighted Gram matrices of sparse features for all outputs at once
+(``projloss.estimators._sparse_gram``): the per-output Hessian blocks of the Newton
+method for sparse linear models."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from projloss.estimators._sparse_gram import PairGram, count_pairs, pair_gram
+
+
+def awkward_csr(seed: int = 0) -> sp.csr_matrix:
+    """A CSR matrix with a row with no nonzero, an all-zero column, a full row and
+    unsorted column indices within the rows."""
+    rng = np.random.default_rng(seed)
+    A = np.where(rng.random((40, 9)) < 0.3, rng.standard_normal((40, 9)), 0.0)
+    A[5] = 0.0  # an empty row
+    A[:, 4] = 0.0  # an all-zero column
+    A[7] = rng.standard_normal(9)
+    A[7, 4] = 0.0
+    G = sp.csr_matrix(A)
+    for i in range(G.shape[0]):  # reverse each row's entries: unsorted indices
+        s = slice(G.indptr[i], G.indptr[i + 1])
+        G.indices[s], G.data[s] = G.indices[s][::-1].copy(), G.data[s][::-1].copy()
+    G.has_sorted_indices = False
+    return G
+
+
+def test_pair_gram_equals_the_weighted_products():
+    G = awkward_csr()
+    A = G.toarray()
+    rng = np.random.default_rng(1)
+    W = np.where(rng.random((40, 3)) < 0.7, rng.random((40, 3)), 0.0)
+    pairs = PairGram(G)
+    assert pairs.n_pairs == count_pairs(G)
+    M = pairs.grams(W)
+    for a in range(3):
+        np.testing.assert_allclose(M[a], A.T @ (W[:, a, None] * A), rtol=1e-12, atol=1e-14)
+    assert not M[:, 4].any() and not M[:, :, 4].any()
+
+
+def test_pair_gram_is_kept_for_the_same_features_and_bounded():
+    G = awkward_csr()
+    first = pair_gram(G)
+    assert first is not None and pair_gram(G.copy()) is first  # the same contents
+    H = G.copy()
+    H.data[0] += 1.0
+    assert pair_gram(H) is not first
+    assert pair_gram(G, max_pairs=count_pairs(G) - 1) is None  # too many pairs: none
