@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import load_orreview
 from sklearn.linear_model import Ridge
-from sklearn.preprocessing import StandardScaler, add_dummy_feature
+from sklearn.preprocessing import add_dummy_feature
 
-from mirror import require_mirror
 from projloss.estimators import RidgeRoundingOrdinalRegressor
 from projloss.estimators.baselines import ridge_cholesky
 
@@ -17,19 +17,10 @@ from projloss.estimators.baselines import ridge_cholesky
 LAMBDAS = np.logspace(-4, 4, 10)
 
 
-def orreview(name: str, split: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X train standardized, y train, X test standardized) of an orreview split."""
-    base = require_mirror() / "ordinal" / name
-    train = np.loadtxt(base / f"train_{name}.{split}")
-    test = np.loadtxt(base / f"test_{name}.{split}")
-    scaler = StandardScaler().fit(train[:, :-1])
-    return scaler.transform(train[:, :-1]), train[:, -1], scaler.transform(test[:, :-1])
-
-
 def degenerate_inputs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Ties and rank deficiency, from a real dataset (car): duplicate rows, a constant
     column, fewer samples than features."""
-    X, y, _ = orreview("car")
+    X, y, _ = load_orreview("car")
     dup = np.vstack([X[:60], X[:60]]), np.concatenate([y[:60], y[:60]])
     const = np.hstack([X[:80], np.full((80, 1), 3.0)]), y[:80]
     wide = X[:12], y[:12]  # 12 samples, 21 features
@@ -55,7 +46,7 @@ def test_ridge_cholesky_equals_sklearn_ridge_on_real_data(name, fit_intercept):
     """Every lambda of the grid, with a free intercept or the paper's penalized one (a
     constant feature, no intercept); squash-stored has more features than samples (the
     dual system)."""
-    X, y, _ = orreview(name)
+    X, y, _ = load_orreview(name)
     check_against_ridge(X if fit_intercept else add_dummy_feature(X), y, fit_intercept)
 
 
@@ -67,7 +58,7 @@ def test_ridge_cholesky_equals_sklearn_ridge_on_degenerate_inputs(case, fit_inte
 
 
 def test_ridge_cholesky_leaves_the_other_cases_to_sklearn():
-    X, y, _ = orreview("car")
+    X, y, _ = load_orreview("car")
     assert ridge_cholesky(sp.csr_matrix(X), y, 1.0, True) is None
     assert ridge_cholesky(X, y, 0.0, True) is None
 
@@ -78,7 +69,7 @@ def test_ridge_rounding_predicts_as_with_sklearn_ridge(penalize_intercept, clip)
     """The estimator's labels on a real test split (eucalyptus, Table 4) at every lambda
     equal those of the former code path (``Ridge.fit`` + ``Ridge.predict``, rounded the
     same way), also on sparse inputs (``Ridge`` itself)."""
-    X, y, X_test = orreview("eucalyptus")
+    X, y, X_test = load_orreview("eucalyptus")
     model = RidgeRoundingOrdinalRegressor(penalize_intercept=penalize_intercept, clip=clip)
     classes, ranks = np.unique(y, return_inverse=True)
     target = y if not clip else ranks + 1.0
