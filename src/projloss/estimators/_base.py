@@ -22,12 +22,15 @@ costs :math:`O(n^2)` memory: use it on small datasets.
 
 from __future__ import annotations
 
+import functools
 import numbers
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -35,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..sets import ConvexSet, get_set
 from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
-from ._solver import fit_projection_model, one_blas_thread
+from ._solver import fit_projection_model, newton_applicable, one_blas_thread
 
 #: the polynomial kernel with one BLAS thread, as the fit: the same kernel (to the last
 #: bit) whatever the BLAS threads of the calling process
@@ -57,6 +60,8 @@ class ProjectionEstimatorBase(BaseEstimator):
     """Base class: subclasses set ``_task`` and implement the label hooks."""
 
     _task: ClassVar[str]
+    #: warm-started linear fits by the Newton method alone (:meth:`_newton_warm_start`)
+    _newton_warm: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ hooks
     def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
@@ -122,6 +127,22 @@ class ProjectionEstimatorBase(BaseEstimator):
             return type(s)(**{**params, "warm_start": True})
         return s
 
+    def _newton_warm_start(self, F: Any, p: int) -> bool:
+        """Whether a warm-started linear fit (the next lambda of a grid: ``warm_start``)
+        runs the Newton method of :mod:`._newton` alone from the previous solution rather
+        than L-BFGS first (:data:`SOLVERS`): for the tasks whose sets allow it
+        (``_newton_warm``: ordinal regression, whose sets' projections are cheap to
+        differentiate), when every coefficient is penalized (an unpenalized intercept
+        leaves directions without curvature) and the Newton method applies
+        (:func:`._solver.newton_applicable`). Both stop at ``max|grad| <= tol``, at the
+        same (unique) optimum; a Newton fit that does not converge is redone the usual
+        way. Table 4 over thirty splits: L-BFGS ran ~20 iterations per lambda and was then
+        finished by Newton in 93% of the fits; Newton alone takes 1-3 iterations."""
+        if not self._newton_warm or (self.fit_intercept and not self.penalize_intercept):
+            return False
+        geometry = self.composition_.geometry
+        return newton_applicable(F, self.projection_set_, p, geometry, float(self.alpha))
+
     # ------------------------------------------------------------------ features
     def _features(self, X: Any) -> Any:
         if self.model == "linear":
@@ -180,10 +201,12 @@ class ProjectionEstimatorBase(BaseEstimator):
             and self.coef_.shape == (p, F.shape[1])
         ):
             coef_init, intercept_init = self.coef_, self.intercept_
-        res = fit_projection_model(
+        training_set = self._training_set()
+        fit = functools.partial(
+            fit_projection_model,
             F,
             phi,
-            self._training_set(),
+            training_set,
             comp.geometry,
             alpha=float(self.alpha),
             fit_intercept=bool(self.fit_intercept),
@@ -193,8 +216,17 @@ class ProjectionEstimatorBase(BaseEstimator):
             coef_init=coef_init,
             intercept_init=intercept_init,
             precondition=self.model == "poly",
-            solver=SOLVERS[self.model] if self.alpha > 0 else "lbfgs",
         )
+        solver = SOLVERS[self.model] if self.alpha > 0 else "lbfgs"
+        res = None
+        if solver == "lbfgs" and coef_init is not None and self._newton_warm_start(F, p):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                res = fit(solver="newton")
+            if not res.converged:  # L-BFGS then Newton, as a cold fit (not seen here)
+                res = None
+        if res is None:
+            res = fit(solver=solver)
         self.coef_ = res.coef
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
