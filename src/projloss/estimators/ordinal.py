@@ -80,7 +80,11 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         ``None`` means ``"absolute"``.
     alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
         As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
-        intercept is not penalized).
+        intercept is not penalized). One difference: a warm-started linear fit (``warm_start``
+        after a previous fit, e.g. along a lambda grid) whose coefficients are all penalized
+        (``penalize_intercept=True`` or ``fit_intercept=False``) runs the Newton method
+        alone from the previous solution, not L-BFGS first: the same optimum (the same
+        ``tol``) in far fewer iterations (then ``n_iter_newton_ == n_iter_``).
 
     Attributes
     ----------
