@@ -84,7 +84,9 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         after a previous fit, e.g. along a lambda grid) whose coefficients are all penalized
         (``penalize_intercept=True`` or ``fit_intercept=False``) runs the Newton method
         alone from the previous solution, not L-BFGS first: the same optimum (the same
-        ``tol``) in far fewer iterations (then ``n_iter_newton_ == n_iter_``).
+        ``tol``) in far fewer iterations (then ``n_iter_newton_ == n_iter_``); a cold fit
+        of that kind with the Euclidean geometry and dense inputs starts the Newton method
+        at the squared loss's optimum (closed form), not L-BFGS from zero.
 
     Attributes
     ----------
