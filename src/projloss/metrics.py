@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.metrics import f1_score, hamming_loss, mean_absolute_error
+from sklearn.metrics import f1_score, hamming_loss
 
 from ._permutations import check_permutations, permutation_matrix
 
@@ -141,7 +141,10 @@ def ordinal_mae(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: Any = No
     if arrays[0].size == 0:
         raise ValueError("y_true and y_pred are empty: need at least one sample")
     sample_weight = _check_sample_weight(sample_weight, arrays[0].size)
-    return float(mean_absolute_error(arrays[0], arrays[1], sample_weight=sample_weight))
+    # scikit-learn's mean_absolute_error, the same operations (so the same bits) without
+    # its input checks (done above): a third of a small ordinal fit's scoring time
+    errors = np.abs(arrays[1] - arrays[0]).reshape(-1, 1)
+    return float(np.average(np.average(errors, axis=0, weights=sample_weight)))
 
 
 __all__ = ["f1", "multilabel_accuracy", "ordinal_mae", "ranking_hamming_loss"]

@@ -22,6 +22,19 @@ def make_set(name: str, **params):
     return get_set(name, **params)
 
 
+def load_orreview(name: str, split: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An orreview split of ``ordinal/<name>`` (paper Table 4): the training inputs
+    standardized (on the training split), the training labels, the test inputs scaled
+    alike."""
+    from sklearn.preprocessing import StandardScaler
+
+    base = require_mirror() / "ordinal" / name
+    train = np.loadtxt(base / f"train_{name}.{split}")
+    test = np.loadtxt(base / f"test_{name}.{split}")
+    scaler = StandardScaler().fit(train[:, :-1])
+    return scaler.transform(train[:, :-1]), train[:, -1], scaler.transform(test[:, :-1])
+
+
 def load_label_ranking(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Parse ``label_ranking/<name>.txt``: CSV header ``A1,...,Ad,ranking``, rankings like
     ``b>a>c`` (most preferred first). Returns X (n, d) and permutations y (n, k) with

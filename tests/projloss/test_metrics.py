@@ -45,6 +45,22 @@ def test_ordinal_mae():
     assert ordinal_mae([1, 2, 3, 5], [1, 3, 3, 2]) == pytest.approx((0 + 1 + 0 + 3) / 4)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ordinal_mae_equals_sklearn(weighted):
+    """The MAE is computed without scikit-learn's checks, by the same operations: the same
+    values as ``sklearn.metrics.mean_absolute_error`` on real-valued and integer labels."""
+    from sklearn.metrics import mean_absolute_error
+
+    rng = np.random.default_rng(0)
+    for y, p in [
+        (rng.standard_normal(1001) * 3, rng.standard_normal(1001)),
+        (rng.integers(1, 10, 257), rng.integers(0, 12, 257)),
+    ]:
+        sw = rng.random(len(y)) if weighted else None
+        expected = mean_absolute_error(y, p, sample_weight=sw)
+        np.testing.assert_allclose(ordinal_mae(y, p, sample_weight=sw), expected, rtol=1e-15)
+
+
 def test_metrics_validate_their_inputs():
     with pytest.raises(ValueError, match="y_true must be a 0/1 label indicator matrix"):
         multilabel_accuracy([[0, 2]], [[0, 1]])  # was 50.0

@@ -14,7 +14,9 @@ import numbers
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import add_dummy_feature
@@ -86,7 +88,14 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
     Attributes
     ----------
     classes_ : ndarray of shape (k,)
-    ridge_ : the fitted :class:`~sklearn.linear_model.Ridge`.
+    coef_ : ndarray of shape (n_features,), or ``(n_features + 1,)`` with
+        ``penalize_intercept`` (then its first entry is the intercept: the weight of the
+        constant feature that ``add_dummy_feature`` prepends)
+    intercept_ : float (0.0 with ``penalize_intercept``)
+        :class:`~sklearn.linear_model.Ridge`'s ``coef_`` and ``intercept_``: on dense
+        inputs with at least as many samples as features (every ordinal dataset) the fit
+        runs its "cholesky" solver's operations itself (:func:`ridge_cholesky`), without
+        its per-fit checks (most of a small fit's time); otherwise it calls ``Ridge``.
 
     Examples
     --------
@@ -130,8 +139,13 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
                 )
             target = np.asarray(self.classes_, dtype=np.float64)[ranks - 1]
         fit_intercept = bool(self.fit_intercept) and not self._dummy
-        self.ridge_ = Ridge(alpha=float(a) * X.shape[0], fit_intercept=fit_intercept)
-        self.ridge_.fit(add_dummy_feature(X) if self._dummy else X, target)
+        Xr = add_dummy_feature(X) if self._dummy else X
+        alpha = float(a) * X.shape[0]
+        solved = ridge_cholesky(Xr, target, alpha, fit_intercept)
+        if solved is None:
+            ridge = Ridge(alpha=alpha, fit_intercept=fit_intercept).fit(Xr, target)
+            solved = ridge.coef_, float(ridge.intercept_)
+        self.coef_, self.intercept_ = solved
         return self
 
     def predict_rank(self, X: Any) -> NDArray[np.float64]:
@@ -139,7 +153,7 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         value when ``clip=False``."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self.ridge_.predict(add_dummy_feature(X) if self._dummy else X)
+        return (add_dummy_feature(X) if self._dummy else X) @ self.coef_ + self.intercept_
 
     def predict(self, X: Any) -> NDArray[Any]:
         z = self.predict_rank(X)
@@ -151,3 +165,58 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def ridge_cholesky(
+    X: Any, y: NDArray[np.float64], alpha: float, fit_intercept: bool
+) -> tuple[NDArray[np.float64], float] | None:
+    r"""Ridge regression :math:`\min_{w, b} \|y - Xw - b\|^2 + \alpha\|w\|^2` by the
+    operations of scikit-learn's :class:`~sklearn.linear_model.Ridge` with its "cholesky"
+    solver (its choice for dense inputs): center ``X`` and ``y`` (``fit_intercept``), solve
+    :math:`(X^\top X + \alpha I) w = X^\top y` (``scipy.linalg.solve``,
+    ``assume_a="pos"``), or with more features than samples the dual system
+    :math:`(X X^\top + \alpha I) c = y`, :math:`w = X^\top c`; then
+    :math:`b = \bar y - \bar x^\top w` (0 without intercept).
+
+    Returns ``(w, b)``, or ``None`` where ``Ridge`` would do something else (sparse ``X``;
+    ``alpha <= 0`` or a matrix that is not numerically positive definite: its SVD or
+    least-squares fallbacks): the caller then fits ``Ridge``.
+    Without ``Ridge``'s per-fit input checks (the caller validated ``X`` and ``y``): a
+    fit of Table 4's sizes takes ~0.1 ms instead of ~1.8 ms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((50, 3)), rng.standard_normal(50)
+    >>> w, b = ridge_cholesky(X, y, 2.0, fit_intercept=True)
+    >>> ridge = Ridge(alpha=2.0).fit(X, y)
+    >>> bool(np.allclose(w, ridge.coef_, rtol=1e-12) and np.isclose(b, ridge.intercept_))
+    True
+    """
+    n, d = X.shape
+    if sp.issparse(X) or not alpha > 0:
+        return None
+    X = np.array(X, dtype=np.float64, order="K", copy=True)
+    y = np.array(y, dtype=np.float64, copy=True)
+    if fit_intercept:
+        X_offset = np.average(X, axis=0)
+        X -= X_offset
+        y_offset = np.average(y, axis=0)
+        y -= y_offset
+    try:
+        if d > n:  # the dual system (n x n): (X X^T + alpha I) c = y, w = X^T c
+            K = X @ X.T
+            K.flat[:: n + 1] += alpha
+            dual = linalg.solve(K, y.reshape(-1, 1), assume_a="pos", overwrite_a=False)
+            coef = (X.T @ dual).T.ravel()
+        else:
+            A = X.T @ X
+            A.flat[:: d + 1] += alpha
+            Xy = X.T @ y.reshape(-1, 1)
+            coef = linalg.solve(A, Xy, assume_a="pos", overwrite_a=True).T.ravel()
+    except linalg.LinAlgError:
+        return None
+    intercept = float(y_offset - X_offset @ coef) if fit_intercept else 0.0
+    return coef, intercept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import require_sets
+from helpers import load_orreview, require_sets
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
 
@@ -139,3 +139,76 @@ def test_esl_split_0_order_simplex_beats_the_baselines():
     assert maes["order_simplex"] < maes["median"]
     assert maes["order_simplex"] <= maes["ridge"] + 0.05
     assert maes["order_simplex"] < 0.45
+
+
+class LbfgsFirst(ProjectionOrdinalRegressor):
+    """Every linear fit by L-BFGS first, finished by the Newton method where it stops
+    above ``tol`` (the path of the other tasks, and of ordinal regression before)."""
+
+    _newton_warm = False
+
+
+@pytest.mark.parametrize("proj", ["order_simplex", "unit_cube", "reals"])
+def test_warm_started_grid_by_newton_equals_lbfgs_first(proj):
+    """The tune stage's grid (warm starts from the largest lambda down) on a real split
+    (automobile, Table 4; the paper's penalized intercept, tol 1e-9): the warm-started
+    fits run the Newton method alone, and reach the optimum of the L-BFGS-first path:
+    the same coefficients (to the optimality tolerance) and test predictions."""
+    X, y, X_test = load_orreview("automobile")
+    params = dict(projection_set=proj, penalize_intercept=True, tol=1e-9, warm_start=True)
+    new, old = ProjectionOrdinalRegressor(**params), LbfgsFirst(**params)
+    for i, lam in enumerate(np.logspace(4, -4, 10)):
+        new.set_params(alpha=lam).fit(X, y)
+        old.set_params(alpha=lam).fit(X, y)
+        assert new.converged_ and old.converged_
+        if i > 0:  # warm-started: the Newton method alone
+            assert new.n_iter_newton_ == new.n_iter_ > 0
+        scale = np.abs(old.coef_).max()
+        np.testing.assert_allclose(new.coef_, old.coef_, rtol=0, atol=1e-6 * scale)
+        np.testing.assert_allclose(new.intercept_, old.intercept_, rtol=0, atol=1e-6 * scale)
+        np.testing.assert_array_equal(new.predict(X_test), old.predict(X_test))
+
+
+@pytest.mark.parametrize("proj", ["order_simplex", "unit_cube", "reals"])
+def test_cold_fit_from_the_squared_loss_start_equals_lbfgs_first(proj):
+    """A cold fit (the refit stage's) starts the Newton method at the squared loss's
+    optimum (closed form; the optimum itself for the ``reals`` set) and reaches the
+    optimum of L-BFGS from zero then Newton: the same coefficients and predictions (real
+    split: eucalyptus, Table 4)."""
+    X, y, X_test = load_orreview("eucalyptus")
+    params = dict(projection_set=proj, penalize_intercept=True, tol=1e-9)
+    for lam in (1e-4, 1e-2, 1.0, 100.0):
+        new = ProjectionOrdinalRegressor(alpha=lam, **params).fit(X, y)
+        old = LbfgsFirst(alpha=lam, **params).fit(X, y)
+        assert new.converged_ and old.converged_
+        assert new.n_iter_newton_ == new.n_iter_ < old.n_iter_
+        if proj == "reals":
+            assert new.n_iter_ <= 1
+        scale = np.abs(old.coef_).max()
+        np.testing.assert_allclose(new.coef_, old.coef_, rtol=0, atol=1e-6 * scale)
+        np.testing.assert_allclose(new.intercept_, old.intercept_, rtol=0, atol=1e-6 * scale)
+        np.testing.assert_array_equal(new.predict(X_test), old.predict(X_test))
+
+
+def test_squared_loss_start_is_the_reals_optimum():
+    """The start is the minimizer of the squared-loss objective: its gradient vanishes."""
+    from projloss.estimators._base import squared_loss_start
+
+    X, y, _ = load_orreview("automobile")
+    phi = (np.unique(y, return_inverse=True)[1][:, None] >= np.arange(1, 6)).astype(float)
+    for fit_intercept in (True, False):
+        W, b = squared_loss_start(X, phi, 0.01, fit_intercept)
+        resid = X @ W.T + b - phi
+        np.testing.assert_allclose(X.T @ resid / len(X) + 0.01 * W.T, 0, atol=1e-12)
+        if fit_intercept:
+            np.testing.assert_allclose(resid.mean(axis=0) + 0.01 * b, 0, atol=1e-12)
+
+
+def test_free_intercept_keeps_lbfgs_first():
+    """An unpenalized intercept (no curvature along some directions): L-BFGS first, also
+    from a warm start, as before."""
+    X, y, _ = load_orreview("automobile")
+    new = ProjectionOrdinalRegressor(penalize_intercept=False, tol=1e-9, warm_start=True)
+    for lam in (1.0, 0.1):
+        new.set_params(alpha=lam).fit(X, y)
+        assert new.converged_ and new.n_iter_ > new.n_iter_newton_
