@@ -26,6 +26,7 @@ polls the parent PID every second.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import logging
@@ -151,3 +152,85 @@ def command(what: str = "the command") -> Iterator[None]:
             )
         )
         sys.exit(interrupted_status(exc))
+
+
+#: glibc ``mallopt`` parameters (malloc.h) and the values the stages set
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_SETTINGS = {
+    M_MMAP_THRESHOLD: 32 * 2**20,
+    M_TRIM_THRESHOLD: 512 * 2**20,
+    M_TOP_PAD: 16 * 2**20,
+}
+
+
+def keep_freed_memory() -> bool:
+    """Let this process (and the workers it forks) reuse the memory it frees instead of
+    giving it back to the system at once (glibc ``mallopt``; other C libraries: nothing
+    to do, False).
+
+    By default glibc serves every allocation above 128 KiB-32 MiB (an adaptive threshold)
+    with its own ``mmap`` and unmaps it on ``free``, and trims the heap above 128 KiB of free
+    space: a solver's loop that allocates and frees arrays of a few MiB on every iteration
+    (the multilabel fits on tmc2007: 20k x 22 float64 temporaries) gets fresh pages from the
+    kernel each time, zeroed, one page fault per 4 KiB. Measured on one tmc2007 fit: 3.1 s
+    of system time for 3.6 s of user time, 2.0 million page faults; with these settings
+    0.01 s and 61 thousand. Allocations up to 32 MiB come from the heap, which keeps up to
+    512 MiB of free space (the peak memory is unchanged: freed blocks are reused). The
+    arithmetic is the same, so are the results."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # noqa: B018 -- glibc only (musl has no tunable mallopt)
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return all(mallopt(param, value) == 1 for param, value in MALLOC_SETTINGS.items())
+
+
+#: set by :func:`mark_done` once a command has done its work (:func:`_exit_without_teardown`)
+_DONE = False
+_EXIT_HANDLER = False
+
+
+def mark_done() -> None:
+    """This process's command has done its work: its exit skips the interpreter's
+    teardown (:func:`_exit_without_teardown`)."""
+    global _DONE
+    _DONE = True
+
+
+def register_exit_handler() -> None:
+    """Register :func:`_exit_without_teardown` (once per process: the preload server
+    registers it before its imports, for its children, :mod:`pipeline.preload_server`)."""
+    global _EXIT_HANDLER
+    if not _EXIT_HANDLER:
+        atexit.register(_exit_without_teardown)
+        _EXIT_HANDLER = True
+
+
+def _exit_without_teardown() -> None:
+    """The last exit handler of a stage's command line (``python -m pipeline.stage``, which
+    registers it before its imports): once the stage has done its work
+    and the other handlers have run (the workers stopped, MLflow's own), end the process
+    at once (``os._exit(0)``) without the interpreter's teardown, after closing the SQLite
+    connections (:func:`pipeline.runs.tracking.close_sqlite_connections`: ``mlflow.db``
+    complete, no write-ahead log left) and flushing the output.
+
+    The teardown frees every object of the thousands of modules a stage imports (numpy,
+    scikit-learn, numba, MLflow, SQLAlchemy) one by one, for nothing: measured 0.5 s
+    (refit), 1.3 s (tune) and 1.5 s (evaluate) of CPU and wall per stage process, paid 21
+    times by ``dvc repro``, one stage after the other. A stage that fails exits as ever
+    (its exit status, the interpreter's clean-up)."""
+    if not _DONE:
+        return
+    tracking = sys.modules.get("pipeline.runs.tracking")
+    if tracking is not None:
+        tracking.close_sqlite_connections()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -96,12 +96,12 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
 
 
 def _preload(modules: Sequence[str]) -> None:
-    # the stage's own exit handler first: the last to run in a child, after the handlers
-    # the libraries register when imported, as in a stage process (pipeline.stage.main)
-    from . import stage
+    # the stage's exit handler first: the last to run in a child, after the handlers the
+    # libraries register when imported, as in a stage process (pipeline.stage.main)
+    from .lifecycle import keep_freed_memory, register_exit_handler
 
-    stage.register_exit_handler()
-    stage.keep_freed_memory()  # inherited by the children (and their workers)
+    register_exit_handler()
+    keep_freed_memory()  # inherited by the children (and their workers)
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)

@@ -164,7 +164,7 @@ def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
     script = (
         f'"$PY" -c "$CLIENT" exit:0 && "$PY" -c "$CLIENT" exit:0; echo "first=$?"; '
         f'NUMBA_OPT=1 "$PY" -c "$CLIENT" exit:0; echo "settings=$?"; '
-        f'touch {src / "pipeline" / "paths.py"}; "$PY" -c "$CLIENT" exit:0; echo "source=$?"'
+        f'touch {src / "pipeline" / "lifecycle.py"}; "$PY" -c "$CLIENT" exit:0; echo "source=$?"'
     )
     done = subprocess.run(
         _preload("sh", "-c", script),
@@ -180,7 +180,7 @@ def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
     notes = [x for x in done.stderr.splitlines() if x.startswith("note:")]
     assert len(notes) == 2, done.stderr
     assert "other import-time settings: NUMBA_OPT" in notes[0]
-    assert f"{src / 'pipeline' / 'paths.py'} changed since the server started" in notes[1]
+    assert f"{src / 'pipeline' / 'lifecycle.py'} changed since the server started" in notes[1]
     assert _servers(short_tmp) == []
 
 

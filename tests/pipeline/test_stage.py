@@ -50,7 +50,7 @@ def test_arguments_and_errors(params_file: Path, capsys: pytest.CaptureFixture[s
 _FAULTS = """
 import resource, sys
 import numpy as np
-from pipeline.stage import keep_freed_memory
+from pipeline.lifecycle import keep_freed_memory
 if sys.argv[1] == "kept":
     assert keep_freed_memory()
 x = np.ones(500_000)
@@ -72,7 +72,7 @@ def test_a_stage_keeps_the_memory_it_frees() -> None:
     import subprocess
     import sys
 
-    from pipeline.stage import keep_freed_memory
+    from pipeline.lifecycle import keep_freed_memory
 
     if not keep_freed_memory():  # also: the call is harmless in this process
         pytest.skip("not glibc: no mallopt")
@@ -97,10 +97,10 @@ def test_a_stage_keeps_the_memory_it_frees() -> None:
 _EXIT = """
 import atexit, sys
 from mlflow.tracking import MlflowClient
-from pipeline import stage
+from pipeline import lifecycle
 from pipeline.runs import tracking
 
-atexit.register(stage._exit_without_teardown)  # as main() does, before the stage's imports
+atexit.register(lifecycle._exit_without_teardown)  # as main() does, before the stage's imports
 uri = "sqlite:///" + sys.argv[1]
 tracking.init_store(uri)
 client = MlflowClient(tracking_uri=uri)
@@ -108,8 +108,8 @@ run = client.create_run(client.create_experiment("exit"))
 client.log_metric(run.info.run_id, "test.accuracy", 0.75)
 atexit.register(print, "other exit handler ran")
 sys.stdout.write("left in the buffer\\n")
-stage._DONE = sys.argv[2] == "done"
-if not stage._DONE:
+lifecycle._DONE = sys.argv[2] == "done"
+if not lifecycle._DONE:
     sys.exit(3)
 """
 
