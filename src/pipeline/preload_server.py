@@ -2,12 +2,13 @@
 SOCKET [--modules a,b]``, started and stopped by ``python -m pipeline.preload``).
 
 It binds ``SOCKET`` first (stage processes may connect while it imports), imports the
-modules of :data:`PRELOAD` and loads the engine's compiled kernels, then serves one
-request at a time: it checks that the stage process could run in a fork of this process
-(:func:`_refusal`: the same Python, import-time settings and source files), forks a child
-that becomes the stage process (its standard streams, directory, environment and command
-line) and runs its entry point with the exit handlers in a stage process's order, relays
-the signals the stage process forwards, and sends back the child's exit status.
+modules of :data:`PRELOAD`, then serves one request at a time (it loads the engine's
+compiled kernels while the first stage runs): it checks that the stage process could run
+in a fork of this process (:func:`_refusal`: the same Python, import-time settings and
+source files), forks a child that becomes the stage process (its standard streams,
+directory, environment and command line) and runs its entry point with the exit handlers
+in a stage process's order, relays the signals the stage process forwards, and sends back
+the child's exit status.
 
 Nothing here decides what a stage computes: the child runs the stage's own code.
 """
@@ -25,7 +26,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,9 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
     identity = _python_identity()
     sources = _sources()
     threads = threading.active_count()
+    # the engine's kernels are loaded while the first stage runs (fetch: it needs none),
+    # not before it: on a fresh clone numba compiles them all (seconds)
+    warm_up: Callable[[], None] | None = _load_kernels if "projloss" in sys.modules else None
     while True:
         conn, _ = listener.accept()
         with conn:
@@ -89,7 +93,11 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
                 if refusal:
                     conn.sendall(json.dumps({"local": refusal}).encode() + b"\n")
                     continue
-                _run_child(listener, conn, request, fds)
+                _run_child(listener, conn, request, fds, warm_up)
+                warm_up = None
+                threads = threading.active_count()
+            except OSError:  # the stage process went away: its child got SIGTERM
+                continue
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -105,8 +113,6 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    if "projloss" in sys.modules:
-        _load_kernels()
 
 
 def _load_kernels() -> None:
@@ -203,9 +209,14 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 def _run_child(
-    listener: socket.socket, conn: socket.socket, request: Mapping[str, Any], fds: list[int]
+    listener: socket.socket,
+    conn: socket.socket,
+    request: Mapping[str, Any],
+    fds: list[int],
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
-    """Fork the child that runs the request; relay signals; send its exit status."""
+    """Fork the child that runs the request; call ``meanwhile()`` (the signals the stage
+    process forwards wait for it); relay signals; send the child's exit status."""
     sys.stdout.flush()
     sys.stderr.flush()
     # blocked until the child has its handlers: a signal forwarded at once is not lost
@@ -217,8 +228,16 @@ def _run_child(
         conn.close()
         os._exit(_child(request, fds, blocked))
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    try:
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    except OSError:  # the stage process is gone already
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        return
     pidfd = os.pidfd_open(pid)
+    if meanwhile is not None:
+        with contextlib.suppress(Exception):
+            meanwhile()
     try:
         status = None
         while status is None:
@@ -231,7 +250,7 @@ def _run_child(
                 data = conn.recv(64)
             except OSError:
                 data = b""
-            signums = [int(s) for s in data.split()] if data else [signal.SIGTERM]
+            signums = [int(s) for s in data.split() if s.isdigit()] if data else [signal.SIGTERM]
             for signum in signums:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signum)
