@@ -103,7 +103,9 @@ def delegate(argv: Sequence[str] | None = None, target: str = TARGET) -> int | N
         conn.close()
         _notice(f"no preload server at {path} ({exc.strerror or exc})")
         return None
-    _forward_signals(conn)  # from now on a signal goes to the child (or ends the request)
+    # from now on a signal goes to the child (or ends a request whose child has not started)
+    received: list[int] = []
+    previous = _forward_signals(conn, received)
     request = {
         "target": target,
         "argv": [sys.argv[0], *(sys.argv[1:] if argv is None else argv)],
@@ -113,28 +115,39 @@ def delegate(argv: Sequence[str] | None = None, target: str = TARGET) -> int | N
     }
     try:
         payload = json.dumps(request).encode()
-        socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], [0, 1, 2])
-        reader = conn.makefile("rb")
-        first = _read_message(reader)
+        try:
+            socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], [0, 1, 2])
+            reader = conn.makefile("rb")
+            first = _read_message(reader)
+        except OSError as exc:
+            first = {"local": f"the connection failed ({exc.strerror or exc})"}
         if first is None or "local" in first:
             reason = "it closed the connection" if first is None else first["local"]
             _notice(f"the preload server does not run this stage: {reason}")
+            # this process runs the stage: its own handlers again, and a signal that came
+            # meanwhile acts now
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            for signum in received:
+                os.kill(os.getpid(), signum)
             return None
         return _wait_for_child(conn, reader, int(first["pid"]))
     finally:
         conn.close()
 
 
-def _forward_signals(conn: socket.socket) -> None:
+def _forward_signals(conn: socket.socket, received: list[int]) -> dict[int, Any]:
     """Send this process's SIGINT/SIGTERM/SIGHUP to the server (which sends it to the
-    child, or ends a request whose child has not started)."""
+    child, or ends a request whose child has not started), noting each in ``received``;
+    the handlers they replace."""
 
     def forward(signum: int, _frame: Any) -> None:
+        received.append(signum)
         with contextlib.suppress(OSError):
             conn.sendall(b"%d\n" % signum)
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, forward)
+    signums = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    return {signum: signal.signal(signum, forward) for signum in signums}
 
 
 def _wait_for_child(conn: socket.socket, reader: io.BufferedReader, pid: int) -> int:

@@ -184,6 +184,26 @@ def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
     assert _servers(short_tmp) == []
 
 
+def test_a_refused_stage_gets_its_own_signal_handlers_back(short_tmp: Path) -> None:
+    """A stage the server refuses (here: another NUMBA_OPT) runs in its process with the
+    handlers it had before (Ctrl-C still interrupts it), not the forwarding ones."""
+    client = (
+        "import signal; from pipeline.preload import delegate; "
+        "s = delegate([], target='preload_target:main'); "
+        "print('local', s is None, signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    )
+    done = subprocess.run(
+        _preload("sh", "-c", 'NUMBA_OPT=1 "$PY" -c "$C"'),
+        env=_env(short_tmp, PY=sys.executable, C=client),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "local True True" in done.stdout, (done.stdout, done.stderr)
+    assert _servers(short_tmp) == []
+
+
 def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
     """``PIPELINE_PRELOAD`` naming no socket: a one-line notice, the stage runs here."""
     done = subprocess.run(
