@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,26 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 def _ran(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+def dvc_env(repo: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of DVC commands in ``repo``: the venv's bin first on PATH, the
+    copy's ``src`` on PYTHONPATH, no analytics or telemetry, a git identity; from ``base``
+    (default: this process's environment without MLFLOW_*/PROJLOSS_* variables)."""
+    if base is None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PROJLOSS_"))}
+    env = dict(base)
+    env.update(
+        PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=str(repo / "src"),
+        DVC_NO_ANALYTICS="1",
+        MLFLOW_DISABLE_TELEMETRY="true",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
+    return env
 
 
 @pytest.fixture
@@ -88,17 +109,7 @@ def test_dvc_repro(repo: Path, mirror: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     bindir = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PROJLOSS_"))}
-    env.update(
-        PATH=bindir + os.pathsep + env.get("PATH", ""),
-        PYTHONPATH=str(repo / "src"),
-        DVC_NO_ANALYTICS="1",
-        MLFLOW_DISABLE_TELEMETRY="true",
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@t",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@t",
-    )
+    env = dvc_env(repo)
     dvc = [str(Path(bindir) / "dvc")]
     _run(["git", "init", "-q"], repo, env)
     _run(["git", "add", "-A"], repo, env)

@@ -23,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .test_dvc import repo  # noqa: F401 -- the fixture: the smoke project in a temp dir
+from .test_dvc import (
+    dvc_env,
+    repo,  # noqa: F401 -- the fixture: the smoke project in a temp dir
+)
 
 HERE = Path(__file__).resolve().parent
 #: a stage process: prints its PID, hands its command line to the server (target: the
@@ -225,16 +228,7 @@ def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: P
     experiment's stages (each in its own process) writes the same metrics; no server is
     left."""
     bindir = Path(sys.executable).parent
-    env = _env(short_tmp, src=repo / "src")
-    env.update(
-        PATH=str(bindir) + os.pathsep + env.get("PATH", ""),
-        PYTHONPATH=str(repo / "src"),
-        DVC_NO_ANALYTICS="1",
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@t",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@t",
-    )
+    env = dvc_env(repo, _env(short_tmp, src=repo / "src"))
     for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
 
