@@ -1,9 +1,14 @@
 """The preload server of :mod:`pipeline.preload` (``python -m pipeline.preload_server
 SOCKET [--modules a,b]``, started and stopped by ``python -m pipeline.preload``).
 
-It binds ``SOCKET`` first (stage processes may connect while it imports), imports the
-modules of :data:`PRELOAD`, then serves one request at a time (it loads the engine's
-compiled kernels while the first stage runs): it checks that the stage process could run
+It binds ``SOCKET`` first (stage processes may connect while it imports), starts a
+*kernel compiler* (``python -m pipeline.preload_server --compile-kernels``: a process that
+calls every set's compiled kernels once, so that numba compiles into its disk cache those
+it has not cached yet -- seconds on a fresh clone -- on the other core while the first
+stages run), imports the modules of :data:`PRELOAD`, then serves one request at a time; when
+the compiler has ended it loads the kernels from the cache (between requests, or while a
+child runs), so that the children forked after that find them loaded. It checks that the
+stage process could run
 in a fork of this process (:func:`_refusal`: the same Python, import-time settings and
 source files), forks a child that becomes the stage process (its standard streams,
 directory, environment and command line) and runs its entry point with the exit handlers
@@ -24,9 +29,10 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,14 +80,20 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)  # first: stage processes may connect while the imports run
     listener.listen(16)
+    # the kernels: compiled (if not cached) by another process on the other core while the
+    # first stages (fetch, preprocess: they need none) run; loaded here when it has ended
+    warm_up = KernelWarmUp.start() if "projloss" in modules else None
     _preload(modules)
     identity = _python_identity()
     sources = _sources()
     threads = threading.active_count()
-    # the engine's kernels are loaded while the first stage runs (fetch: it needs none),
-    # not before it: on a fresh clone numba compiles them all (seconds)
-    warm_up: Callable[[], None] | None = _load_kernels if "projloss" in sys.modules else None
     while True:
+        if warm_up is not None and not warm_up.pending:
+            warm_up = None
+        waited = [listener] if warm_up is None else [listener, warm_up]
+        if warm_up is not None and warm_up in select.select(waited, [], [])[0]:
+            warm_up.finish()
+            continue
         conn, _ = listener.accept()
         with conn:
             try:
@@ -94,7 +106,6 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
                     conn.sendall(json.dumps({"local": refusal}).encode() + b"\n")
                     continue
                 _run_child(listener, conn, request, fds, warm_up)
-                warm_up = None
                 threads = threading.active_count()
             except OSError:  # the stage process went away: its child got SIGTERM
                 continue
@@ -113,6 +124,53 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+
+
+class KernelWarmUp:
+    """The kernel compiler process (:func:`compile_kernels`) and, when it has ended, the
+    kernels loaded into this process (:func:`_load_kernels`): :meth:`finish`, when
+    :meth:`fileno` (the compiler's pidfd, for ``select``) is ready."""
+
+    def __init__(self, proc: subprocess.Popen[bytes] | None) -> None:
+        self.proc = proc
+        self.pidfd = os.pidfd_open(proc.pid) if proc is not None else os.eventfd(1)
+        self.pending = True
+
+    @classmethod
+    def start(cls) -> KernelWarmUp:
+        """Start the compiler (a warm-up without it, in this process, if it cannot)."""
+        cmd = [sys.executable, "-m", "pipeline.preload_server", "--compile-kernels"]
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True
+            )
+        except OSError:
+            proc = None
+        return cls(proc)
+
+    def fileno(self) -> int:
+        return self.pidfd
+
+    def finish(self) -> None:
+        """Reap the compiler, load the kernels here (from numba's cache, now filled)."""
+        if not self.pending:
+            return
+        self.pending = False
+        if self.proc is not None:
+            self.proc.wait()
+        os.close(self.pidfd)
+        with contextlib.suppress(Exception):
+            _load_kernels()
+
+
+def compile_kernels() -> None:
+    """The kernel compiler's work (``--compile-kernels``): every set's kernels called once
+    (numba compiles those its disk cache lacks and writes them there)."""
+    from .lifecycle import die_with_parent
+
+    die_with_parent()  # stopped with the server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _load_kernels()
 
 
 def _load_kernels() -> None:
@@ -213,10 +271,11 @@ def _run_child(
     conn: socket.socket,
     request: Mapping[str, Any],
     fds: list[int],
-    meanwhile: Callable[[], None] | None = None,
+    warm_up: KernelWarmUp | None = None,
 ) -> None:
-    """Fork the child that runs the request; call ``meanwhile()`` (the signals the stage
-    process forwards wait for it); relay signals; send the child's exit status."""
+    """Fork the child that runs the request; relay signals; send the child's exit status;
+    finish ``warm_up`` if its compiler ends meanwhile (the signals the stage process
+    forwards wait for that)."""
     sys.stdout.flush()
     sys.stderr.flush()
     # blocked until the child has its handlers: a signal forwarded at once is not lost
@@ -235,13 +294,16 @@ def _run_child(
         os.waitpid(pid, 0)
         return
     pidfd = os.pidfd_open(pid)
-    if meanwhile is not None:
-        with contextlib.suppress(Exception):
-            meanwhile()
     try:
         status = None
         while status is None:
-            ready, _, _ = select.select([conn, pidfd], [], [])
+            waited: list[Any] = [conn, pidfd]
+            if warm_up is not None and warm_up.pending:
+                waited.append(warm_up)
+            ready, _, _ = select.select(waited, [], [])
+            if warm_up is not None and warm_up in ready:
+                warm_up.finish()
+                continue
             if pidfd in ready:
                 _, raw = os.waitpid(pid, 0)
                 status = os.waitstatus_to_exitcode(raw)
@@ -344,9 +406,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog="python -m pipeline.preload_server",
         description="The preload server of `python -m pipeline.preload` (started by it).",
     )
-    parser.add_argument("socket", help="the Unix socket to listen on")
+    parser.add_argument("socket", nargs="?", help="the Unix socket to listen on")
     parser.add_argument("--modules", help="comma-separated modules (default: PRELOAD)")
+    parser.add_argument(
+        "--compile-kernels", action="store_true", help="be the server's kernel compiler"
+    )
     args = parser.parse_args(argv)
+    if args.compile_kernels:
+        compile_kernels()
+        return
+    if args.socket is None:
+        parser.error("give the socket to listen on")
     modules = PRELOAD if args.modules is None else [m for m in args.modules.split(",") if m]
     serve(args.socket, modules)
 

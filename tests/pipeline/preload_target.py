@@ -2,7 +2,8 @@
 prints ``ready <pid> <ppid>``, then sleeps until a signal: SIGINT (``KeyboardInterrupt``)
 prints ``interrupted`` and exits 130; SIGTERM writes the file named by ``$MARKER`` and
 exits 143. With an argument ``exit:N`` it prints its argv, directory, ``$PRELOAD_TEST`` and
-parent PID and exits N at once."""
+parent PID and exits N at once; with ``kernels`` it prints how many of the engine's compiled
+kernels the process has loaded (``kernels N``) and exits 0."""
 
 from __future__ import annotations
 
@@ -13,7 +14,26 @@ import time
 from pathlib import Path
 
 
+def loaded_kernels() -> int:
+    """The engine's numba dispatchers in this process with a compiled signature."""
+    if "numba" not in sys.modules:
+        return 0
+    from numba.core.dispatcher import Dispatcher
+
+    found = {
+        id(value)
+        for name, module in list(sys.modules.items())
+        if name.startswith("projloss") and module is not None
+        for value in vars(module).values()
+        if isinstance(value, Dispatcher) and value.signatures
+    }
+    return len(found)
+
+
 def main() -> None:
+    if sys.argv[1:] == ["kernels"]:
+        print("kernels", loaded_kernels(), flush=True)
+        return
     if sys.argv[1:] and sys.argv[1].startswith("exit:"):
         env = os.environ.get("PRELOAD_TEST")
         print("argv", *sys.argv[1:], "cwd", os.getcwd(), "env", env, "ppid", os.getppid())

@@ -207,6 +207,62 @@ def test_a_refused_stage_gets_its_own_signal_handlers_back(short_tmp: Path) -> N
     assert _servers(short_tmp) == []
 
 
+#: prints ``compiling N``: the kernel compilers (``--compile-kernels``) alive with $CACHE as
+#: their numba cache
+COMPILERS = (
+    "import os, pathlib; n = 0\n"
+    "for p in pathlib.Path('/proc').iterdir():\n"
+    "    try:\n"
+    "        cmd = (p / 'cmdline').read_bytes(); env = (p / 'environ').read_bytes()\n"
+    "    except OSError:\n"
+    "        continue\n"
+    "    n += b'--compile-kernels' in cmd.split(b'\\0') and os.environb[b'CACHE'] in env\n"
+    "print('compiling', n)"
+)
+
+
+def test_kernels_compile_in_another_process_while_stages_run(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """With the engine among the modules and an empty numba cache, the kernels compile in a
+    process of their own (``--compile-kernels``) while the server runs stages: two stages
+    are served before it ends (they do not wait for it); a stage forked after it ends finds
+    the kernels loaded (from the cache it filled); no compiler is left afterwards."""
+    cache = tmp_path / "numba-cache"
+    script = (
+        '"$PY" -c "$CLIENT" exit:0 && "$PY" -c "$CLIENT" exit:0 && "$PY" -c "$COMPILERS"; '
+        'i=0; until "$PY" -c "$CLIENT" kernels | grep -q \'kernels [1-9]\'; do '
+        "i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.2; done; "
+        '"$PY" -c "$CLIENT" kernels'
+    )
+    env = _env(
+        short_tmp,
+        PY=sys.executable,
+        CLIENT=CLIENT,
+        COMPILERS=COMPILERS,
+        NUMBA_CACHE_DIR=str(cache),
+        CACHE=f"NUMBA_CACHE_DIR={cache}",
+    )
+    done = subprocess.run(
+        _preload("sh", "-c", script, modules="numpy,projloss,projloss.sets"),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "compiling 1" in done.stdout, (done.stdout, done.stderr)
+    kernels = int(done.stdout.rsplit("kernels ", 1)[1].split()[0])
+    assert kernels > 0, done.stdout
+    assert any(cache.rglob("*.nbi"))  # the compiler filled the cache
+    assert _servers(short_tmp) == []
+    probe = subprocess.run(
+        [sys.executable, "-c", COMPILERS], env=env, capture_output=True, text=True
+    )
+    assert probe.stdout.strip() == "compiling 0"
+
+
 def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
     """``PIPELINE_PRELOAD`` naming no socket: a one-line notice, the stage runs here."""
     done = subprocess.run(
