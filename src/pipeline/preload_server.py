@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import preload
-from .preload import _HEADER, ENV, _python_identity
+from .preload import _HEADER, ENV, READY, _python_identity
 
 #: the modules the server imports (those missing are skipped): what the stages import
 PRELOAD = (
@@ -87,6 +87,8 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
     identity = _python_identity()
     sources = _sources()
     threads = threading.active_count()
+    with contextlib.suppress(FileExistsError):
+        open(path + READY, "x").close()  # the stages that would not wait for it: now do
     while True:
         if warm_up is not None and not warm_up.pending:
             warm_up = None

@@ -52,6 +52,9 @@ from .paths import (
 log = logging.getLogger("pipeline.stage")
 
 STAGES = ("fetch", "preprocess", "tune", "refit", "evaluate")
+#: the stages that run in their own process while the preload server is still importing
+#: (they need little of what it imports; the others wait for it)
+LIGHT_STAGES = ("fetch", "preprocess")
 
 
 def _out(path: Path) -> Path:
@@ -453,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if argv is None:  # the command line: in a child of the preload server if there is one
         from .preload import delegate
 
-        status = delegate()
+        status = delegate(wait=not set(sys.argv[1:2]) & set(LIGHT_STAGES))
         if status is not None:
             sys.exit(status)
     args = parser.parse_args(argv)

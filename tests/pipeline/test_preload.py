@@ -263,6 +263,36 @@ def test_kernels_compile_in_another_process_while_stages_run(
     assert probe.stdout.strip() == "compiling 0"
 
 
+def test_a_light_stage_runs_here_while_the_server_imports(tmp_path: Path, short_tmp: Path) -> None:
+    """While the server imports (here a module that takes 3 s), a stage that does not wait
+    for it (fetch, preprocess: ``delegate(wait=False)``) runs in its own process, with one
+    note; a stage that waits is served when the imports are done, and so is a light one
+    after that."""
+    light = CLIENT.replace(
+        "target='preload_target:main'", "target='preload_target:main', wait=False"
+    )
+    script = (
+        '"$PY" -c "$LIGHT" exit:0; echo "light=$?"; "$PY" -c "$CLIENT" exit:0; '
+        'echo "waited=$?"; "$PY" -c "$LIGHT" exit:0; echo "light after=$?"'
+    )
+    done = subprocess.run(
+        _preload("sh", "-c", script, modules="numpy,slow_import"),
+        cwd=tmp_path,
+        env=_env(short_tmp, PY=sys.executable, CLIENT=CLIENT, LIGHT=light, SLOW_IMPORT="3"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "light=97" in done.stdout and "waited=0" in done.stdout, done.stdout
+    assert "light after=0" in done.stdout, done.stdout
+    notes = [x for x in done.stderr.splitlines() if x.startswith("note:")]
+    assert notes == [
+        "note: the preload server is still importing; running the stage in this process"
+    ], done.stderr
+    assert _servers(short_tmp) == []
+
+
 def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
     """``PIPELINE_PRELOAD`` naming no socket: a one-line notice, the stage runs here."""
     done = subprocess.run(
@@ -293,13 +323,18 @@ def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: P
             list(command), cwd=repo, env=env, capture_output=True, text=True, timeout=600
         )
         assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
-        return done.stdout
+        return done.stdout + done.stderr
 
     out = repro(sys.executable, "-m", "pipeline.preload", str(bindir / "dvc"), "repro")
     stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
     assert len(stages) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
-    assert all(x.endswith("(in the preload server's fork)") for x in stages), stages
-    assert "note:" not in out
+    # fetch and preprocess run in their own process while the server imports (a note each)
+    forked = [x.endswith("(in the preload server's fork)") for x in stages]
+    assert all(forked[2:]), stages
+    notes = [x for x in out.splitlines() if x.startswith("note:")]
+    assert notes == [
+        "note: the preload server is still importing; running the stage in this process"
+    ] * forked[:2].count(False), out
     assert _servers(short_tmp) == []
     preloaded = {p.name: json.loads(p.read_text()) for p in (repo / "metrics").glob("*.json")}
     assert len(preloaded) == 2
