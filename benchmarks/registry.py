@@ -28,6 +28,7 @@ SECTION_MODULES = (
     "benchmarks.jax_baselines",
     "benchmarks.fits",
     "benchmarks.solver",
+    "benchmarks.handwritten",
     "benchmarks.scaling",
     "benchmarks.table1",
     "benchmarks.repro",
