@@ -76,6 +76,7 @@ from ..losses import loss_from_projection
 from ..sets import ConvexSet
 from ..sets.knapsack import Knapsack
 from ..sets.nonneg import NonNegative
+from ..sets.order_simplex import OrderSimplex
 from ..sets.permutahedron import Permutahedron
 from ..sets.reals import Reals
 from ..sets.row_simplex import RowSimplex
@@ -97,8 +98,9 @@ MAX_COUPLED_OUTPUTS = 64
 #: relative cutoff of the singular values kept (see the module docstring)
 CUTOFF = 1e-12
 
-#: pools of the permutahedron whose values differ by at most this, relative to
-#: ``1 + max |theta|``, are merged in the Jacobian (see :func:`permutahedron_jacobians`)
+#: pools of the permutahedron (the order simplex) whose values differ by at most this,
+#: relative to ``1 + max |theta|``, are merged in the Jacobian (see
+#: :func:`permutahedron_jacobians`, :func:`order_simplex_jacobians`)
 MERGE = 1e-9
 
 #: the preconditioner is refactored when the previous solve took more CG iterations
@@ -330,6 +332,42 @@ def permutahedron_jacobians(
     return np.take_along_axis(J, inv[:, None, :], axis=2)
 
 
+def order_simplex_jacobians(
+    theta: NDArray[np.float64], u: NDArray[np.float64], tol: float
+) -> NDArray[np.float64]:
+    r"""Jacobians of the Euclidean projection onto the order simplex, ``(n, p, p)``.
+
+    :math:`P(\theta) = \mathrm{clip}(v, 0, 1)` with :math:`v` the decreasing isotonic
+    regression of :math:`\theta` (``projloss.sets.order_simplex``): :math:`v` is the mean
+    of :math:`\theta` on each pool of consecutive coordinates, so :math:`\partial P` is
+    the averaging over each pool whose mean lies in :math:`[0, 1]` and 0 on the others
+    (clipped). Pools are read from :math:`u = P(\theta)` (equal on a pool; neighbours
+    within ``tol`` merged), a pool's mean from :math:`\theta`; a mean within ``tol`` of 0
+    or 1 (a kink) counts as inside: the element of the generalized Jacobian with the
+    largest rank, as for the box. Replaces ``p + 1`` projections and an
+    eigendecomposition per sample (:meth:`_BasisProblem.difference_jacobians`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> theta = np.array([[1.4, 0.3, 0.5, -0.2]])  # pools {0}, {1, 2}, {3}
+    >>> u = np.array([[1.0, 0.4, 0.4, 0.0]])
+    >>> print(order_simplex_jacobians(theta, u, 1e-9)[0])
+    [[0.  0.  0.  0. ]
+     [0.  0.5 0.5 0. ]
+     [0.  0.5 0.5 0. ]
+     [0.  0.  0.  0. ]]
+    """
+    n = theta.shape[0]
+    new_pool = np.abs(np.diff(u, axis=1)) > tol
+    pool = np.concatenate([np.zeros((n, 1), dtype=np.intp), np.cumsum(new_pool, axis=1)], 1)
+    same = pool[:, :, None] == pool[:, None, :]
+    size = same.sum(axis=2)
+    mean = np.einsum("iab,ib->ia", same, theta) / size
+    inside = (mean >= -tol) & (mean <= 1.0 + tol)
+    return same * (inside / size)[:, :, None]
+
+
 class _BasisProblem:
     r""":math:`F` as a function of :math:`X = [V, b]` (``b`` only for an unpenalized
     intercept), features :math:`\tilde G = [G, \mathbf 1]`."""
@@ -427,6 +465,8 @@ class _BasisProblem:
             return simplex_jacobians(theta, u, self.event_shape[-1], self.geometry)
         if isinstance(self.set, Permutahedron) and self.geometry == "euclidean":
             return permutahedron_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
+        if isinstance(self.set, OrderSimplex) and self.geometry == "euclidean":
+            return order_simplex_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
         return self.difference_jacobians(theta, u)
 
     def diagonal_jacobians(

@@ -148,6 +148,45 @@ def test_permutahedron_jacobian_is_the_derivative_and_merges_kinks():
     assert not permutahedron_jacobians(inside, S.project(inside, "euclidean"), 1e-9).any()
 
 
+def test_order_simplex_jacobian_is_the_derivative_and_takes_the_largest_rank_at_kinks():
+    """The exact Jacobian of the order simplex projection equals the differences of the
+    projection away from kinks (random points around the box, pools of every size); at a
+    pool mean on the box's bound it is the averaging (largest rank), clipped pools give 0,
+    equal neighbours one pool; always a symmetric projection matrix (J J = J)."""
+    require_sets("order_simplex")
+    from projloss.estimators._newton import _BasisProblem, order_simplex_jacobians
+    from projloss.sets import get_set
+
+    S = get_set("order_simplex")
+    rng = np.random.default_rng(5)
+    for scale in (0.3, 1.0, 3.0):
+        theta = 0.5 + scale * rng.standard_normal((300, 6))
+        u = S.project(theta, "euclidean")
+        problem = _BasisProblem(
+            np.ones((300, 1)), np.zeros((300, 6)), S, "euclidean", (6,), 1.0, False
+        )
+        np.testing.assert_allclose(
+            order_simplex_jacobians(theta, u, 1e-9),
+            problem.difference_jacobians(theta, u),
+            atol=1e-6,
+        )
+    kinks = np.array(
+        [
+            [1.0, 0.5, 0.0],  # singletons with means on both bounds: the identity
+            [1.7, 0.6, 0.6],  # clipped at 1, then two equal neighbours: one pool
+            [-0.2, -0.4, -3.0],  # all clipped at 0
+            [0.2, 0.8, 0.5],  # pooled {0, 1} (mean 0.5), {2} (0.5): one pool of three
+        ]
+    )
+    J = order_simplex_jacobians(kinks, S.project(kinks, "euclidean"), 1e-9)
+    np.testing.assert_array_equal(J[0], np.eye(3))
+    np.testing.assert_array_equal(J[1], [[0, 0, 0], [0, 0.5, 0.5], [0, 0.5, 0.5]])
+    assert not J[2].any()
+    np.testing.assert_allclose(J[3], np.full((3, 3), 1 / 3))
+    np.testing.assert_allclose(J, J.transpose(0, 2, 1))
+    np.testing.assert_allclose(J @ J, J, atol=1e-15)
+
+
 @pytest.mark.parametrize("kind", ["dense", "spectral", "capacitance"])
 def test_preconditioners_invert_the_generalized_hessian(kind):
     """The exact preconditioners of the Newton method invert ``H`` (penalized
