@@ -36,6 +36,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
+from ..sets.knapsack import Knapsack
 from ._newton import affordable, newton_fit, sparse_blocks_fit
 
 T = TypeVar("T")
@@ -153,7 +154,13 @@ def newton_applicable(
 
 
 def newton_first_pays(
-    F: Any, p: int, fit_intercept: bool, penalize_intercept: bool, geometry: str, cold: bool
+    F: Any,
+    projection_set: ConvexSet,
+    p: int,
+    fit_intercept: bool,
+    penalize_intercept: bool,
+    geometry: str,
+    cold: bool,
 ) -> bool:
     """Whether a fit whose Newton finish is available (:func:`newton_applicable`) runs the
     Newton method first (:func:`fit_projection_model`), the rule measured on the paper's
@@ -178,14 +185,19 @@ def newton_first_pays(
       and Newton from zero along a continuation path is not cheaper (vowel: 0.39 s ->
       0.47 s at ``alpha = 1e-4``): L-BFGS first.
 
-    Birds' knapsack fits at ``alpha <= 1e-3`` are the exception: the Newton steps stall
-    at the kinks of the projection (steps ~1e-3), and the fit falls back to L-BFGS then
-    Newton after :data:`NEWTON_FIRST_ITER` iterations (its tune grid: 1.0 s -> 1.4 s).
+    Except the knapsack polytope with dense features: its Jacobians couple the outputs of
+    the samples whose budget is active, and the Newton steps stall at the kinks of its
+    projection (birds at ``alpha <= 1e-3``: steps ~1e-3, then the fallback to L-BFGS
+    then Newton after :data:`NEWTON_FIRST_ITER` iterations; the knapsack/knapsack tune
+    grids of Tables 6-7 took 11.9 s either way, birds with its label-less samples 1.8 s
+    -> 4.2 s): L-BFGS first.
     """
     if fit_intercept and not penalize_intercept:
         return False
     if sp.issparse(F):
         return sparse_blocks_fit(F.shape[1] + int(fit_intercept), p)
+    if isinstance(projection_set, Knapsack):
+        return False
     return not cold or geometry == "euclidean"
 
 
@@ -389,7 +401,9 @@ def fit_projection_model(
     cold = coef_init is None and intercept_init is None
     first = None  # a Newton-first attempt
     if newton_first is None:
-        newton_first = newton_first_pays(F, p, fit_intercept, penalize_intercept, geometry, cold)
+        newton_first = newton_first_pays(
+            F, projection_set, p, fit_intercept, penalize_intercept, geometry, cold
+        )
     if solver == "lbfgs" and finish and every_penalized and newton_first:
         start, continuation = B0, cold  # from 0: along a continuation path in alpha
         if cold and not sp.issparse(F) and geometry == "euclidean":
@@ -402,7 +416,7 @@ def fit_projection_model(
         n_evals += first.nfev
         if not first.success and np.all(np.isfinite(first.x)):
             # L-BFGS goes on from the Newton method's point (its line search only descends:
-            # nearer the optimum than the start; birds' knapsack fits, where the steps stall:
+            # nearer the optimum than the start; birds' knapsack grid, where the steps stall:
             # 1.6 s instead of 1.8 from the start)
             z0 = (first.x @ P_inv if precondition else first.x).ravel()
     if first is not None and first.success:
