@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import functools
 import numbers
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -39,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..sets import ConvexSet, get_set
 from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
-from ._solver import fit_projection_model, newton_applicable, one_blas_thread
+from ._solver import fit_projection_model, one_blas_thread
 
 #: the polynomial kernel with one BLAS thread, as the fit: the same kernel (to the last
 #: bit) whatever the BLAS threads of the calling process
@@ -49,11 +46,9 @@ MODELS = ("linear", "poly")
 
 #: the solver of each model (``fit_projection_model(solver=...)``), for ``alpha > 0``: the
 #: semismooth Newton method of :mod:`._newton` for the kernel models, on which L-BFGS
-#: stops at ``max_iter``; L-BFGS for the linear models, finished by the Newton method to
-#: ``tol`` where L-BFGS stops above it (L-BFGS first: from a warm start at a smaller
-#: alpha the Newton steps alone can stall at the kinks of the knapsack polytope's
-#: projection, birds at alpha = 1e-4: 500 iterations of steps ~1e-3, not converged;
-#: L-BFGS then Newton: 65 Newton iterations, converged).
+#: stops at ``max_iter``; for the linear models L-BFGS finished by the Newton method to
+#: ``tol``, with the Newton method first where it pays (the policy of
+#: :func:`._solver.newton_first_pays`: the estimators pass only their warm start).
 SOLVERS = {"linear": "lbfgs", "poly": "newton"}
 
 
@@ -61,8 +56,6 @@ class ProjectionEstimatorBase(BaseEstimator):
     """Base class: subclasses set ``_task`` and implement the label hooks."""
 
     _task: ClassVar[str]
-    #: warm-started linear fits by the Newton method alone (:meth:`_newton_warm_start`)
-    _newton_warm: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ hooks
     def _prepare_targets(self, y: Any, n_samples: int) -> tuple[Any, int]:
@@ -127,26 +120,6 @@ class ProjectionEstimatorBase(BaseEstimator):
         if params.get("warm_start") is False:
             return type(s)(**{**params, "warm_start": True})
         return s
-
-    def _newton_warm_start(self, F: Any, p: int) -> bool:
-        """Whether a warm-started linear fit (the next lambda of a grid: ``warm_start``)
-        runs the Newton method of :mod:`._newton` alone from the previous solution rather
-        than L-BFGS first (:data:`SOLVERS`): for the tasks whose sets allow it
-        (``_newton_warm``: ordinal regression, whose sets' projections are cheap to
-        differentiate), when every coefficient is penalized (an unpenalized intercept
-        leaves directions without curvature) and the Newton method applies
-        (:func:`._solver.newton_applicable`). Both stop at ``max|grad| <= tol``, at the
-        same (unique) optimum; a Newton fit that does not converge is redone the usual
-        way. Table 4 over thirty splits: L-BFGS ran ~20 iterations per lambda and was then
-        finished by Newton in 93% of the fits; Newton alone takes 1-3 iterations. A cold
-        fit (the refit stage's) with the Euclidean geometry and dense features starts the
-        Newton method at the squared loss's optimum (:func:`squared_loss_start`, closed
-        form): L-BFGS ran ~90 iterations from zero; Newton takes ~8 from there (0 for the
-        ``reals`` set, whose loss it is)."""
-        if not self._newton_warm or (self.fit_intercept and not self.penalize_intercept):
-            return False
-        geometry = self.composition_.geometry
-        return newton_applicable(F, self.projection_set_, p, geometry, float(self.alpha))
 
     # ------------------------------------------------------------------ features
     def _features(self, X: Any) -> Any:
@@ -221,23 +194,7 @@ class ProjectionEstimatorBase(BaseEstimator):
             precondition=self.model == "poly",
         )
         solver = SOLVERS[self.model] if self.alpha > 0 else "lbfgs"
-        res = None
-        start = None
-        if solver == "lbfgs" and self._newton_warm_start(F, p):
-            if coef_init is not None:
-                start = coef_init, intercept_init
-            elif comp.geometry == "euclidean" and not sp.issparse(F):
-                start = squared_loss_start(
-                    F, phi.reshape(len(phi), p), float(self.alpha), bool(self.fit_intercept)
-                )
-        if start is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                res = fit(coef_init=start[0], intercept_init=start[1], solver="newton")
-            if not res.converged:  # L-BFGS then Newton from the usual start (not seen here)
-                res = None
-        if res is None:
-            res = fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
+        res = fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
         self.coef_ = res.coef
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
@@ -276,32 +233,3 @@ class ProjectionEstimatorBase(BaseEstimator):
         tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags
-
-
-@one_blas_thread  # as the fit: the same start (to the last bit) whatever the BLAS threads
-def squared_loss_start(
-    F: NDArray[np.float64], phi: NDArray[np.float64], alpha: float, fit_intercept: bool
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""The minimizer :math:`(W, b)` of the squared-loss objective
-    :math:`\frac1{2n}\|F W^\top + 1 b^\top - \Phi\|_F^2 + \frac\alpha2(\|W\|_F^2 + \|b\|^2)`
-    (ridge regression of the encoded labels, the intercept penalized; ``alpha > 0``):
-    the Fenchel-Young loss of the set :math:`\mathbb{R}^p` with the Euclidean geometry,
-    a starting point for the other sets' Newton method (a cold fit of ordinal regression:
-    :meth:`ProjectionEstimatorBase._newton_warm_start`). ``F`` dense ``(n, d)``, ``phi``
-    ``(n, p)``; returns ``W`` ``(p, d)`` and ``b`` ``(p,)`` (zeros without intercept).
-
-    Examples
-    --------
-    >>> F = np.array([[0.0], [1.0], [2.0]])
-    >>> W, b = squared_loss_start(F, 2 * F + 1, alpha=1e-12, fit_intercept=True)
-    >>> print(np.round(W, 6), np.round(b, 6))
-    [[2.]] [1.]
-    """
-    n, d = F.shape
-    Ft = np.hstack([F, np.ones((n, 1))]) if fit_intercept else F
-    A = Ft.T @ Ft / n
-    A[np.diag_indices_from(A)] += alpha
-    B = np.linalg.solve(A, Ft.T @ phi / n).T
-    if fit_intercept:
-        return np.ascontiguousarray(B[:, :d]), B[:, d].copy()
-    return np.ascontiguousarray(B), np.zeros(phi.shape[1])

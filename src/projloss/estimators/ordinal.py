@@ -120,7 +120,6 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
     """
 
     _task: ClassVar[str] = "ordinal"
-    _newton_warm: ClassVar[bool] = True
 
     def __init__(
         self,

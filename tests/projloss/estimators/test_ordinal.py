@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from unittest import mock
+
 import numpy as np
 import pytest
 from helpers import load_orreview, require_sets
@@ -13,6 +16,8 @@ from projloss.estimators import (
     MedianOrdinalRegressor,
     ProjectionOrdinalRegressor,
     RidgeRoundingOrdinalRegressor,
+    _base,
+    _solver,
 )
 from projloss.metrics import ordinal_mae
 
@@ -143,9 +148,13 @@ def test_esl_split_0_order_simplex_beats_the_baselines():
 
 class LbfgsFirst(ProjectionOrdinalRegressor):
     """Every linear fit by L-BFGS first, finished by the Newton method where it stops
-    above ``tol`` (the path of the other tasks, and of ordinal regression before)."""
+    above ``tol`` (``fit_projection_model(newton_first=False)``: the path of the fits for
+    which Newton first does not pay)."""
 
-    _newton_warm = False
+    def fit(self, X, y):
+        lbfgs_first = functools.partial(_solver.fit_projection_model, newton_first=False)
+        with mock.patch.object(_base, "fit_projection_model", lbfgs_first):
+            return super().fit(X, y)
 
 
 @pytest.mark.parametrize("proj", ["order_simplex", "unit_cube", "reals"])
@@ -192,7 +201,7 @@ def test_cold_fit_from_the_squared_loss_start_equals_lbfgs_first(proj):
 
 def test_squared_loss_start_is_the_reals_optimum():
     """The start is the minimizer of the squared-loss objective: its gradient vanishes."""
-    from projloss.estimators._base import squared_loss_start
+    from projloss.estimators._solver import squared_loss_start
 
     X, y, _ = load_orreview("automobile")
     phi = (np.unique(y, return_inverse=True)[1][:, None] >= np.arange(1, 6)).astype(float)
