@@ -36,7 +36,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
-from ._newton import affordable, newton_fit, sparse_blocks_fit
+from ._newton import affordable, newton_fit
 
 T = TypeVar("T")
 
@@ -230,10 +230,12 @@ def fit_projection_model(
     sets above :data:`._newton.MAX_COUPLED_OUTPUTS` outputs) L-BFGS's own rules decide
     convergence, as in scipy.
 
-    Sparse features narrow enough for the Newton method's exact per-output Hessian blocks
-    (:func:`._newton.sparse_blocks_fit`: tmc2007_500's 501 columns, not the 30,438 of the
-    paper's TMC), every coefficient penalized, with a Newton finish available: the Newton
-    method runs first, from the start (at most :data:`NEWTON_FIRST_ITER` iterations),
+    Sparse features, every coefficient penalized, with a Newton finish available (the
+    Newton method preconditioned by the exact per-output Hessian blocks up to
+    :func:`._newton.sparse_blocks_fit`'s width, tmc2007_500's 501 columns; above, the 30,438
+    of the paper's TMC, by a two-level one,
+    :meth:`._newton._BasisProblem.coarse_preconditioner`): the Newton method runs first,
+    from the start (at most :data:`NEWTON_FIRST_ITER` iterations),
     and L-BFGS then Newton only if it has not converged (``n_iter`` counts all three).
 
     A cold-started Newton fit (no ``coef_init``/``intercept_init``) follows a continuation
@@ -321,11 +323,12 @@ def fit_projection_model(
     n_iter_newton = 0
     cold = coef_init is None and intercept_init is None
     first = None  # a Newton-first attempt
-    if finish and every_penalized and sp.issparse(F) and sparse_blocks_fit(d + penalized, p):
-        # sparse features narrow enough for the exact per-output blocks (tmc2007_500):
-        # the Newton method alone converges in a few iterations where L-BFGS spends
-        # hundreds (tmc2007_500 at alpha = 1e-4: 500 L-BFGS iterations, then 15 Newton
-        # ones); if it does not converge within NEWTON_FIRST_ITER, L-BFGS then Newton
+    if finish and every_penalized and sp.issparse(F):
+        # sparse features: the Newton method alone converges in a few iterations where
+        # L-BFGS spends hundreds (tmc2007_500 at alpha = 1e-4, the exact per-output blocks:
+        # 500 L-BFGS iterations, then 15 Newton ones; the tmc2007-shape scaling case (b),
+        # 30,439 columns, the two-level coarse preconditioner: 160 L-BFGS iterations then
+        # 2 Newton ones); if it does not converge within NEWTON_FIRST_ITER, L-BFGS then Newton
         first = newton(B0, continuation=cold, budget=min(NEWTON_FIRST_ITER, int(max_iter)))
         n_evals += first.nfev
     if first is not None and first.success:
