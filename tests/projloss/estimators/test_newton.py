@@ -787,3 +787,30 @@ def test_wide_sparse_newton_first_reaches_the_optimum_of_lbfgs_then_jacobi(name,
     for fit in fits.values():
         np.testing.assert_allclose(fit.coef, old.coef, rtol=0, atol=1e-6)
         np.testing.assert_allclose(fit.intercept, old.intercept, rtol=0, atol=1e-6)
+
+
+def test_wide_sparse_fits_of_the_same_features_share_what_they_derive(monkeypatch):
+    """A lambda grid refits the same sparse features: the second fit reuses the first's
+    squared entries and coarse space (:func:`sparse_derived`, keyed by the contents), and
+    ends where a fit that derives them afresh does, to the last bit; other features (a
+    copy with one entry changed) get their own."""
+    import projloss.estimators._newton as newton_module
+
+    X, Y = wide_sparse()
+    _, S = _wide_problem("knapsack", 1e-3, X, Y)
+    monkeypatch.setattr(newton_module, "MAX_SPARSE_BLOCK", 0)
+    kw = dict(alpha=1e-3, fit_intercept=True, penalize_intercept=True, max_iter=500, tol=1e-9)
+    newton_module._SPARSE_CACHE.clear()
+    fit_projection_model(X, Y, S, "euclidean", **{**kw, "alpha": 1e-2})
+    derived = newton_module.sparse_derived(X)
+    assert derived.squared is not None and len(derived.coarse) == 1
+    shared = fit_projection_model(X.copy(), Y, S, "euclidean", **kw)
+    assert newton_module.sparse_derived(X) is derived and len(derived.coarse) == 1
+    newton_module._SPARSE_CACHE.clear()
+    fresh = fit_projection_model(X, Y, S, "euclidean", **kw)
+    assert newton_module.sparse_derived(X) is not derived
+    np.testing.assert_array_equal(shared.coef, fresh.coef)
+    np.testing.assert_array_equal(shared.intercept, fresh.intercept)
+    other = X.copy()
+    other.data[0] *= 2.0
+    assert newton_module.sparse_derived(other) is not newton_module.sparse_derived(X)
