@@ -82,6 +82,7 @@ from ..sets.row_simplex import RowSimplex
 from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
 from ._sparse_gram import pair_gram
+from ._sparse_products import csr_matmul, csr_t_matmul
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
 SEPARABLE = (UnitCube, NonNegative, Reals)
@@ -147,7 +148,8 @@ MAX_SPARSE_BLOCK = 4000
 
 #: the most stored entries of sparse features for a row-major copy of their transpose (the
 #: products ``G^T T`` about 1.4x faster than on the CSC view; 12 bytes an entry: 48 MB);
-#: above (the tmc2007-shape scaling case (b): 23 million), the CSC view, no copy
+#: above (the tmc2007-shape scaling case (b): 23 million), no copy: both products by the
+#: compiled loops over the CSR arrays (:mod:`._sparse_products`)
 MAX_TRANSPOSED_NNZ = 4_000_000
 
 #: the largest number of entries of the ``p`` per-output ``m x m`` blocks of the sparse
@@ -440,9 +442,10 @@ class _BasisProblem:
         r""":math:`\tilde G X^\top`, ``(n, p)``, for ``X`` ``(p, m)``."""
         if not self.sparse:
             return self.Gt @ X.T
-        if not self.ones:
-            return np.asarray(self.G @ X.T)
-        return np.asarray(self.G @ X[:, :-1].T) + X[:, -1]
+        W = X[:, :-1] if self.ones else X
+        # large features (no transposed copy): the compiled products (._sparse_products)
+        out = csr_matmul(self.G, W.T) if self.GT is None else np.asarray(self.G @ W.T)
+        return out + X[:, -1] if self.ones else out
 
     def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         n, p = theta.shape
@@ -527,8 +530,8 @@ class _BasisProblem:
         sparse)."""
         if not self.sparse:
             return T.T @ self.Gt
-        GT = self.G.T if self.GT is None else self.GT  # CSC products: no transposed copy
-        out = np.asarray(GT @ T).T
+        # no transposed copy of large features: the compiled scatter from the CSR arrays
+        out = (csr_t_matmul(self.G, T) if self.GT is None else np.asarray(self.GT @ T)).T
         return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
@@ -732,7 +735,8 @@ class _BasisProblem:
             self._squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
             if self.derived is not None:
                 self.derived.squared = self._squared
-        out = np.asarray(self._squared.T @ T).T
+        S = self._squared
+        out = (csr_t_matmul(S, T) if self.GT is None else np.asarray(S.T @ T)).T
         return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def sparse_blocks_affordable(self, J: NDArray | DiagonalMinusRankOne) -> bool:
