@@ -790,27 +790,36 @@ def test_wide_sparse_newton_first_reaches_the_optimum_of_lbfgs_then_jacobi(name,
 
 
 def test_wide_sparse_fits_of_the_same_features_share_what_they_derive(monkeypatch):
-    """A lambda grid refits the same sparse features: the second fit reuses the first's
-    squared entries and coarse space (:func:`sparse_derived`, keyed by the contents), and
-    ends where a fit that derives them afresh does, to the last bit; other features (a
-    copy with one entry changed) get their own."""
+    """A lambda grid refits the same sparse features: the estimator's next fit reuses the
+    previous one's squared entries and coarse space (:func:`sparse_derived`: the same
+    arrays, the same contents), and ends where a fit that derives them afresh does, to the
+    last bit; a copy, or the same arrays changed in place, get their own."""
     import projloss.estimators._newton as newton_module
 
     X, Y = wide_sparse()
-    _, S = _wide_problem("knapsack", 1e-3, X, Y)
     monkeypatch.setattr(newton_module, "MAX_SPARSE_BLOCK", 0)
-    kw = dict(alpha=1e-3, fit_intercept=True, penalize_intercept=True, max_iter=500, tol=1e-9)
+    kw = dict(projection_set="knapsack", knapsack_upper=3, penalize_intercept=True, tol=1e-9)
+    est = ProjectionMultilabelClassifier(alpha=1e-2, warm_start=True, **kw)
     newton_module._SPARSE_CACHE.clear()
-    fit_projection_model(X, Y, S, "euclidean", **{**kw, "alpha": 1e-2})
-    derived = newton_module.sparse_derived(X)
+    est.fit(X, Y)
+    derived = newton_module._SPARSE_CACHE["last"][1]
     assert derived.squared is not None and len(derived.coarse) == 1
-    shared = fit_projection_model(X.copy(), Y, S, "euclidean", **kw)
-    assert newton_module.sparse_derived(X) is derived and len(derived.coarse) == 1
+    coarse = next(iter(derived.coarse.values()))
+    start = est.coef_, est.intercept_
+    est.set_params(alpha=1e-3).fit(X, Y)  # the next lambda of the grid
+    assert newton_module._SPARSE_CACHE["last"][1] is derived
+    assert next(iter(derived.coarse.values())) is coarse
     newton_module._SPARSE_CACHE.clear()
-    fresh = fit_projection_model(X, Y, S, "euclidean", **kw)
+    fresh = ProjectionMultilabelClassifier(alpha=1e-2, warm_start=True, **kw)
+    fresh.fit(X, Y)
+    fresh.coef_, fresh.intercept_ = start
+    fresh.set_params(alpha=1e-3).fit(X, Y)
+    assert newton_module._SPARSE_CACHE["last"][1] is not derived
+    np.testing.assert_array_equal(est.coef_, fresh.coef_)
+    np.testing.assert_array_equal(est.intercept_, fresh.intercept_)
+    derived = newton_module.sparse_derived(X)
+    assert newton_module.sparse_derived(X) is derived
+    assert newton_module.sparse_derived(X.copy()) is not derived
+    derived = newton_module.sparse_derived(X)
+    X.data[0] *= 2.0
     assert newton_module.sparse_derived(X) is not derived
-    np.testing.assert_array_equal(shared.coef, fresh.coef)
-    np.testing.assert_array_equal(shared.intercept, fresh.intercept)
-    other = X.copy()
-    other.data[0] *= 2.0
-    assert newton_module.sparse_derived(other) is not newton_module.sparse_derived(X)
