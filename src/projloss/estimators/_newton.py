@@ -46,7 +46,9 @@ whose projection is a vertex contribute none), or the dense Hessian; refactored 
 the last solve needed more than :data:`REUSE_CG` CG iterations. Sparse features (linear
 models) stay in their own coordinates: the preconditioner is the inverse of the block
 diagonal of :math:`H` over the outputs (exact for the separable sets) when they have at
-most :data:`MAX_SPARSE_BLOCK` columns (:mod:`._sparse_gram`), else its diagonal (Jacobi).
+most :data:`MAX_SPARSE_BLOCK` columns (:mod:`._sparse_gram`), else a two-level one: the
+exact inverse on the top right singular vectors of the features, the diagonal (Jacobi) on
+the rest (:meth:`_BasisProblem.coarse_preconditioner`).
 Steps: a line search on the directional derivative (:func:`_line_search`), not on the
 objective, whose rounding (about
 ``1e-10`` relative for degree-3 kernels) hides the decrease of the last steps.
