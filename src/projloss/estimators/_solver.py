@@ -45,8 +45,8 @@ _CONTROLLER: ThreadpoolController | None = None
 #: the largest dense feature matrix (entries) of the Newton fallback (its SVD)
 MAX_DENSE = 20_000_000
 
-#: the Newton iterations of a Newton-first fit (sparse features with per-output blocks,
-#: :func:`fit_projection_model`) before it falls back to L-BFGS then Newton
+#: the Newton iterations of a Newton-first fit (sparse features, every coefficient
+#: penalized, :func:`fit_projection_model`) before it falls back to L-BFGS then Newton
 NEWTON_FIRST_ITER = 50
 
 #: the tightest relative decrease rule of L-BFGS-B (scipy's ``ftol``): L-BFGS brings the
