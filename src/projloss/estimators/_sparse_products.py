@@ -14,10 +14,11 @@ The first keeps the row it accumulates in registers (scipy's ``csr_matvecs`` add
 term into the output row in memory); the second scatters from the CSR arrays themselves
 (scipy multiplies the CSC view of :math:`G^\top`, the same scatter). Measured on the
 tmc2007-shape scaling case (b) (17,158 x 30,438, 1,345 entries a row, ``p = 22``; one
-thread, ``python -m benchmarks.sparse_products``): see that script's output in the
-report. Each sum is taken in the same order as scipy's, so the results agree to the
-rounding of the individual products. Any index dtype (int32, int64), unsorted or
-repeated indices (summed), empty rows and columns.
+thread, ``python -m benchmarks.sparse_products``, best of five on a loaded machine):
+``G @ W`` 0.152 s (scipy) -> 0.130 s, ``G.T @ T`` 0.126 s -> 0.116 s. Each sum is
+taken in the same order as scipy's, so the results agree to the rounding of the
+individual products. Any index dtype (int32, int64), unsorted or repeated indices
+(summed), empty rows and columns.
 """
 
 from __future__ import annotations
