@@ -46,7 +46,9 @@ whose projection is a vertex contribute none), or the dense Hessian; refactored 
 the last solve needed more than :data:`REUSE_CG` CG iterations. Sparse features (linear
 models) stay in their own coordinates: the preconditioner is the inverse of the block
 diagonal of :math:`H` over the outputs (exact for the separable sets) when they have at
-most :data:`MAX_SPARSE_BLOCK` columns (:mod:`._sparse_gram`), else its diagonal (Jacobi).
+most :data:`MAX_SPARSE_BLOCK` columns (:mod:`._sparse_gram`), else a two-level one: the
+exact inverse on the top right singular vectors of the features, the diagonal (Jacobi) on
+the rest (:meth:`_BasisProblem.coarse_preconditioner`).
 Steps: a line search on the directional derivative (:func:`_line_search`), not on the
 objective, whose rounding (about
 ``1e-10`` relative for degree-3 kernels) hides the decrease of the last steps.
@@ -63,7 +65,7 @@ import copy
 import hashlib
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -83,6 +85,7 @@ from ..sets.row_simplex import RowSimplex
 from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
 from ._sparse_gram import pair_gram
+from ._sparse_products import csr_matmul, csr_t_matmul
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
 SEPARABLE = (UnitCube, NonNegative, Reals)
@@ -149,12 +152,25 @@ MAX_SPARSE_BLOCK = 4000
 
 #: the most stored entries of sparse features for a row-major copy of their transpose (the
 #: products ``G^T T`` about 1.4x faster than on the CSC view; 12 bytes an entry: 48 MB);
-#: above (the tmc2007-shape scaling case (b): 23 million), the CSC view, no copy
+#: above (the tmc2007-shape scaling case (b): 23 million), no copy: both products by the
+#: compiled loops over the CSR arrays (:mod:`._sparse_products`)
 MAX_TRANSPOSED_NNZ = 4_000_000
 
 #: the largest number of entries of the ``p`` per-output ``m x m`` blocks of the sparse
 #: block preconditioner (``8 *`` this bytes: 128 MB; tmc2007_500: 22 x 501^2 = 5.5 million)
 MAX_BLOCK_ENTRIES = 16_000_000
+
+#: the size of the coarse space of the sparse features too wide for the per-output blocks
+#: (:meth:`_BasisProblem.coarse_preconditioner`): their top right singular vectors
+COARSE_RANK = 8
+
+#: up to this many samples the coarse space is the whole row space of the features (rank at
+#: most ``n``): the data term then has no curvature outside it
+COARSE_FULL = 64
+
+#: the extra columns and power iterations of the randomized range finder of the coarse space
+#: (Halko, Martinsson & Tropp 2011, Algorithm 4.4)
+COARSE_OVERSAMPLE, COARSE_POWER = 8, 2
 
 Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
@@ -193,6 +209,46 @@ class DiagonalMinusRankOne:
 
 
 _BASIS_CACHE: dict[str, tuple[str, SpectralBasis]] = {}
+
+
+@dataclass
+class SparseDerived:
+    """What a fit derives from sparse features alone, kept for the next fit of the same
+    matrix (:func:`sparse_derived`: a lambda grid refits the same features ten times; at
+    the tmc2007-shape scaling case (b), 23 million stored entries, about 2 s a fit)."""
+
+    column_sq: NDArray[np.float64]  # the squared norms of the columns
+    squared: Any = None  # the squared entries on the features' pattern (Jacobi)
+    #: the coarse spaces (:meth:`_BasisProblem.coarse_basis`) by (column of 1s, rank)
+    coarse: dict[tuple[bool, int], tuple[NDArray, NDArray]] = field(default_factory=dict)
+
+
+_SPARSE_CACHE: dict[str, tuple[tuple, SparseDerived]] = {}
+
+
+def sparse_derived(G: sp.csr_matrix) -> SparseDerived:
+    """:class:`SparseDerived` of the CSR matrix ``G``; the last one is kept, the previous
+    one freed first. Kept for the same memory (the addresses of the three arrays: a lambda
+    grid passes the same matrix ten times, in views that scipy makes anew) with the same
+    sums of their contents (an in-place change): a content hash
+    (:func:`._sparse_gram.pair_gram`'s) costs about 0.4 s a fit at the tmc2007-shape
+    scaling case (b)'s 23 million entries, these sums 30 ms."""
+    arrays = (G.indptr, G.indices, G.data)
+    key = (
+        G.shape,
+        tuple((a.__array_interface__["data"][0], a.dtype.str, a.size) for a in arrays),
+        float(np.sum(G.data)),
+        float(np.sum(np.abs(G.data))),
+        int(np.sum(G.indices, dtype=np.int64)),
+        int(np.sum(G.indptr, dtype=np.int64)),
+    )
+    hit = _SPARSE_CACHE.get("last")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    _SPARSE_CACHE.pop("last", None)
+    out = SparseDerived(np.bincount(G.indices, weights=G.data**2, minlength=G.shape[1]))
+    _SPARSE_CACHE["last"] = (key, out)
+    return out
 
 
 @dataclass
@@ -383,8 +439,11 @@ class _BasisProblem:
         free_intercept: bool,
         orthogonal: bool = False,
         ones_column: bool = False,
+        derived: SparseDerived | None = None,
     ) -> None:
         n = G.shape[0]
+        #: sparse features: what other fits of the same features derived (:func:`sparse_derived`)
+        self.derived = derived
         self.sparse = sp.issparse(G)
         #: sparse features: ``G`` itself, the column of 1s (``free_intercept`` or
         #: ``ones_column``: a penalized one) kept implicit, never a stacked copy
@@ -409,6 +468,8 @@ class _BasisProblem:
         self.nfev = 0
         self._gram: NDArray[np.float64] | None = None  # G~ G~^T, for the capacitance matrix
         self._restricted: dict[tuple[int, int], _BasisProblem] = {}
+        #: the coarse space of wide sparse features: ``(Q, G~ Q)`` (built on first use)
+        self._coarse: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         #: the columns of the features are orthogonal, by decreasing norm (a spectral basis)
         self.orthogonal = orthogonal and not self.sparse and not free_intercept
         self.curvature = np.sum(self.Gt * self.Gt, axis=0) / n if self.orthogonal else np.zeros(0)
@@ -430,9 +491,10 @@ class _BasisProblem:
         r""":math:`\tilde G X^\top`, ``(n, p)``, for ``X`` ``(p, m)``."""
         if not self.sparse:
             return self.Gt @ X.T
-        if not self.ones:
-            return np.asarray(self.G @ X.T)
-        return np.asarray(self.G @ X[:, :-1].T) + X[:, -1]
+        W = X[:, :-1] if self.ones else X
+        # large features (no transposed copy): the compiled products (._sparse_products)
+        out = csr_matmul(self.G, W.T) if self.GT is None else np.asarray(self.G @ W.T)
+        return out + X[:, -1] if self.ones else out
 
     def project(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         n, p = theta.shape
@@ -519,8 +581,8 @@ class _BasisProblem:
         sparse)."""
         if not self.sparse:
             return T.T @ self.Gt
-        GT = self.G.T if self.GT is None else self.GT  # CSC products: no transposed copy
-        out = np.asarray(GT @ T).T
+        # no transposed copy of large features: the compiled scatter from the CSR arrays
+        out = (csr_t_matmul(self.G, T) if self.GT is None else np.asarray(self.GT @ T)).T
         return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
@@ -535,7 +597,7 @@ class _BasisProblem:
             self.cheap_refresh = self.sparse_blocks_affordable(J)
             if self.cheap_refresh:
                 return self.sparse_output_preconditioner(output_diagonals(J))
-            return self.jacobi_preconditioner(J)
+            return self.coarse_preconditioner(J)
         if isinstance(J, DiagonalMinusRankOne):
             return self.output_preconditioner(J.d)
         if J.ndim == 2:
@@ -603,6 +665,101 @@ class _BasisProblem:
         sub.alpha = self.alpha
         return sub
 
+    def coarse_basis(
+        self, rank: int | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        r"""``(Q, C)``: ``Q`` ``(m, r)`` orthonormal, approximately the top ``r`` right
+        singular vectors of the features :math:`\tilde G` (column of 1s included), and
+        :math:`C = \tilde G Q` ``(n, r)``; by a randomized range finder with
+        :data:`COARSE_POWER` power iterations (Halko, Martinsson & Tropp 2011, Algorithms
+        4.4 and 5.1; a fixed seed), ``2 + 2 q`` products with ``r +`` :data:`COARSE_OVERSAMPLE`
+        columns, once per problem. For the features of text (nonnegative tf-idf rows) the
+        first is close to their mean row, whose curvature dwarfs the others' (the
+        tmc2007-shape scaling case: :math:`\sigma_1^2 / n = 1.02` against ``7e-4`` for the
+        next, ``alpha`` down to ``1e-4``). ``rank``: :data:`COARSE_RANK`, or ``n`` (the
+        whole row space) up to :data:`COARSE_FULL` samples."""
+        n, m = self.n, self.m
+        if rank is None:
+            rank = n if n <= COARSE_FULL else COARSE_RANK
+        if self._coarse is None and self.derived is not None:
+            self._coarse = self.derived.coarse.get((self.ones, rank))
+        if self._coarse is None:
+            k = min(rank + COARSE_OVERSAMPLE, n, m)
+            omega = np.random.default_rng(0).standard_normal((k, n))
+            Y = self.features_t(omega.T)  # (k, m): rows in the row space of G~
+            for _ in range(COARSE_POWER):
+                Y = np.linalg.qr(Y.T)[0].T
+                Y = self.features_t(self.features(Y))
+            Qk = np.linalg.qr(Y.T)[0]  # (m, k)
+            B = self.features(Qk.T)  # (n, k) = G~ Qk
+            _, sig, Vt = np.linalg.svd(B, full_matrices=False)
+            r = min(rank, int(np.sum(sig > 1e-12 * max(float(sig[0]), 1e-300))))
+            Q = np.ascontiguousarray(Qk @ Vt[:r].T)
+            self._coarse = (Q, np.ascontiguousarray(B @ Vt[:r].T))
+            if self.derived is not None:
+                self.derived.coarse[(self.ones, rank)] = self._coarse
+        return self._coarse
+
+    def coarse_preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
+        r"""A two-level preconditioner for sparse features too wide for the per-output
+        blocks: with :math:`Z = I_p \otimes Q` (:meth:`coarse_basis`, the directions of
+        largest curvature of every output), the exact inverse of ``H`` on the coarse space
+        and the Jacobi preconditioner on its complement,
+
+        .. math::
+            M^{-1} = Z E^{-1} Z^\top + (I - Z Z^\top) D^{-1} (I - Z Z^\top),
+            \qquad E = Z^\top H Z = \frac1n \sum_i J_i \otimes c_i c_i^\top
+            + \alpha\, I_p \otimes Q^\top \mathrm{diag}(\mathrm{pen})\, Q,
+
+        :math:`c_i = Q^\top \tilde g_i` (the rows of :math:`C = \tilde G Q`), ``D`` the
+        diagonal of ``H`` (:meth:`jacobi_preconditioner`): an additive two-level
+        (block-Jacobi in the splitting :math:`Z \oplus Z^\perp`) preconditioner, symmetric
+        positive definite. The Jacobi preconditioner alone leaves the curvature of the mean
+        row of text features (with the column of 1s: ``1.02`` against ``alpha = 1e-4``) to
+        CG: 32 CG iterations per Newton step at the optimum of the tmc2007-shape scaling
+        case (b) (n = 2,144), 6 with this one; ``E`` is ``p r x p r`` (``176 x 176``),
+        formed in ``O(n (p r)^2)``, and one application costs ``O(p m r)``."""
+        Q, C = self.coarse_basis()
+        jacobi = self.jacobi_preconditioner(J)
+        n, r = C.shape
+        if isinstance(J, DiagonalMinusRankOne):
+            p = J.d.shape[1]
+            diag, v, blocks = J.d, J.v, J.blocks
+        else:
+            p = J.shape[1]
+            diag, v, blocks = (J, None, 1) if J.ndim == 2 else (None, None, 1)
+        if diag is not None:
+            E = np.zeros((p, r, p, r))
+            for a in range(p):  # no (n, p, r, r) intermediate (258 MB at tmc2007's shape)
+                E[a, :, a, :] = (C * diag[:, a, None]).T @ C
+            E = E.reshape(p * r, p * r)
+            if v is not None:  # minus sum_b (v_ib c_i)(v_ib c_i)^T, block b of the outputs
+                size = p // blocks
+                for b in range(blocks):
+                    out = slice(b * size * r, (b + 1) * size * r)
+                    VC = (v[:, b * size : (b + 1) * size, None] * C[:, None, :]).reshape(n, -1)
+                    E[out, out] -= VC.T @ VC
+        else:
+            E = np.zeros((p, r, p, r))
+            for a in range(p):
+                for b in range(p):
+                    E[a, :, b, :] = (C * J[:, a, b, None]).T @ C
+            E = E.reshape(p * r, p * r)
+        E /= n
+        E += self.alpha * np.kron(np.eye(p), (Q.T * self.pen) @ Q)
+        try:
+            factor = cho_factor(E, lower=True, check_finite=False)
+        except LinAlgError:  # singular (an unpenalized intercept, no curvature): Jacobi
+            return jacobi
+
+        def precond(R: NDArray[np.float64]) -> NDArray[np.float64]:
+            RQ = R @ Q  # (p, r)
+            Y = cho_solve(factor, RQ.ravel(), check_finite=False).reshape(p, r)
+            S = jacobi(R - RQ @ Q.T)
+            return Y @ Q.T + S - (S @ Q) @ Q.T
+
+        return precond
+
     def jacobi_preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
         r"""The inverse of the diagonal of ``H``,
         :math:`H_{(a,j),(a,j)} = \frac1n \sum_i (J_i)_{aa} \tilde g_{ij}^2 + \alpha`: for
@@ -622,10 +779,15 @@ class _BasisProblem:
         r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
         if not self.sparse:
             return T.T @ (self.Gt * self.Gt)
+        if self._squared is None and self.derived is not None:
+            self._squared = self.derived.squared
         if self._squared is None:  # the squared entries on the features' own pattern
             G = self.G
             self._squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
-        out = np.asarray(self._squared.T @ T).T
+            if self.derived is not None:
+                self.derived.squared = self._squared
+        S = self._squared
+        out = (csr_t_matmul(S, T) if self.GT is None else np.asarray(S.T @ T)).T
         return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
     def sparse_blocks_affordable(self, J: NDArray | DiagonalMinusRankOne) -> bool:
@@ -1081,12 +1243,14 @@ def newton_fit(
     iterations, not converged); along the path each stage starts close to its solution."""
     if alpha <= 0:
         raise ValueError("the Newton solver needs alpha > 0")
+    derived = None
     if sp.issparse(F_pen):
         # sparse (linear) features: their own coordinates, kept sparse (Jacobi or
         # per-output block preconditioner); no SVD, which would densify them, and no
         # stacked copy for a column of 1s
         F_pen = sp.csr_matrix(F_pen)
-        sq = np.bincount(F_pen.indices, weights=F_pen.data**2, minlength=F_pen.shape[1])
+        derived = sparse_derived(F_pen)
+        sq = derived.column_sq
         if ones_column:
             sq = np.append(sq, float(F_pen.shape[0]))
         basis = SpectralBasis(F_pen, None, np.sqrt(sq[sq > 0]), 0)
@@ -1105,6 +1269,7 @@ def newton_fit(
         free_intercept,
         orthogonal=basis.Q is not None,
         ones_column=ones_column,
+        derived=derived,
     )
     d_pen = F_pen.shape[1] + int(ones_column)
     Q = basis.Q

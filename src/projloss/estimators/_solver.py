@@ -37,7 +37,7 @@ from threadpoolctl import ThreadpoolController
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
 from ..sets.knapsack import Knapsack
-from ._newton import affordable, newton_fit, sparse_blocks_fit
+from ._newton import affordable, newton_fit
 
 T = TypeVar("T")
 
@@ -169,11 +169,12 @@ def newton_first_pays(
     - every coefficient penalized: an unpenalized intercept leaves directions without
       curvature (where every sample's projection is a vertex of its output's set), along
       which Newton steps are unbounded;
-    - sparse features narrow enough for the exact per-output Hessian blocks
-      (:func:`._newton.sparse_blocks_fit`: tmc2007_500's 501 columns, not the 30,438 of the
-      paper's TMC, whose Jacobi-preconditioned CG is slow), cold (along a continuation
-      path) or warm: at ``alpha = 1e-4`` 500 L-BFGS iterations then 15 Newton ones, or
-      12 Newton ones;
+    - sparse features, cold (along a continuation path) or warm: preconditioned by the
+      exact per-output Hessian blocks up to :func:`._newton.sparse_blocks_fit`'s width
+      (tmc2007_500's 501 columns: at ``alpha = 1e-4`` 500 L-BFGS iterations then 15
+      Newton ones, or 12 Newton ones), above it (the 30,438 of the paper's TMC) by the
+      two-level :meth:`._newton._BasisProblem.coarse_preconditioner` (the tmc2007-shape
+      scaling case (b): 160 L-BFGS iterations then 2 Newton ones, or 5 Newton ones);
     - dense features warm-started (the tune stage's grid, from the previous lambda's
       solution): 2-18 Newton iterations per lambda where L-BFGS ran up to 500 before its
       Newton finish (cal500's grid: 2.4 s -> 1.5 s; ordinal regression, Table 4: ~20
@@ -195,7 +196,7 @@ def newton_first_pays(
     if fit_intercept and not penalize_intercept:
         return False
     if sp.issparse(F):
-        return sparse_blocks_fit(F.shape[1] + int(fit_intercept), p)
+        return True
     if isinstance(projection_set, Knapsack):
         return False
     return not cold or geometry == "euclidean"

@@ -152,7 +152,7 @@ def test_warm_started_grid_of_the_estimator_runs_newton_first(cal500):
 def test_the_policy():
     """Newton first: every coefficient penalized; dense features warm, or cold with the
     Euclidean geometry (the squared loss's start), not for the knapsack polytope; sparse
-    ones with per-output blocks."""
+    ones, narrow (per-output blocks) or wide (the two-level preconditioner)."""
     dense = np.zeros((10, 4))
     cube, knapsack = get_set("unit_cube"), get_set("knapsack")
     assert newton_first_pays(dense, cube, 3, True, True, "euclidean", cold=True)
@@ -163,4 +163,5 @@ def test_the_policy():
     assert not newton_first_pays(dense, knapsack, 3, True, True, "euclidean", cold=False)
     narrow, wide = sp.csr_matrix((10, 500)), sp.csr_matrix((10, 30_438))
     assert newton_first_pays(narrow, knapsack, 22, True, True, "euclidean", cold=True)
-    assert not newton_first_pays(wide, cube, 22, True, True, "euclidean", cold=True)
+    assert newton_first_pays(wide, cube, 22, True, True, "euclidean", cold=True)
+    assert not newton_first_pays(wide, cube, 22, True, False, "euclidean", cold=True)
