@@ -203,15 +203,20 @@ def _model_files(client, run_id: str, model_id: str, dst: Path) -> dict[str, byt
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["direct", "recorded"])
 def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
-    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """:meth:`MLflowTracker.log_model` logs what ``mlflow.sklearn.log_model`` logs (the same
     files: MLmodel with its signature and input example, the example, the pinned
     requirements, the skops model; the logged model's params and metrics copied from the
     run; the registered version) without MLflow reloading the model to serve its example
     (a third of the call's time, once per evaluated run); the model still loads and
-    predicts from raw rows as an sklearn model and as a pyfunc."""
+    predicts from raw rows as an sklearn model and as a pyfunc. ``recorded``: the same
+    when a :class:`RecordingTracker` (an evaluate worker) saves the model and records its
+    files (not the estimator: the saving is the worker's work), replayed by the stage."""
+    import pickle
+
     import mlflow
     import mlflow.pyfunc
     import mlflow.sklearn
@@ -249,7 +254,17 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     monkeypatch.setattr(mlflow.pyfunc, "load_model", counted_load)
     with tracker.parent_run(task="label_ranking", name="ours", params={"p": "1"}) as ours:
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
-        tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+        if how == "direct":
+            tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+        else:
+            from pipeline.runs.tracking import RecordingTracker
+
+            rec = RecordingTracker()
+            rec.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+            assert [c[0] for c in rec.calls] == ["log_model_files"]
+            files = rec.calls[0][1][0]
+            assert {"MLmodel", "model.skops", "requirements.txt"} <= set(files)
+            RecordingTracker.replay(pickle.loads(pickle.dumps(rec.calls)), tracker)
     assert loads == []  # MLflow's serving check reloads the model: once per model before
     monkeypatch.setattr(mlflow.pyfunc, "load_model", real_load)
     with tracker.parent_run(task="label_ranking", name="mlflow's", params={"p": "1"}) as theirs:

@@ -335,6 +335,12 @@ class Tracker:
         """Log a fitted scikit-learn model (``mlflow.sklearn.log_model``), registered as
         ``registered_name`` when ``tracking.register`` is true."""
 
+    def log_model_files(
+        self, files: Mapping[str, bytes], name: str, registered_name: str | None = None
+    ) -> None:
+        """Log a model saved by :func:`prepare_model` (``files``: its files' relative paths
+        and bytes) as :meth:`log_model` logs the model: the same logged model and files."""
+
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """Log a matplotlib figure as an image artifact."""
 
@@ -390,6 +396,23 @@ class RecordingTracker(Tracker):
         self.enabled = settings is not None and settings.enabled
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
 
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
+        """Save the model here (:func:`prepare_model`: its signature, the skops file, the
+        input example, the requirements: the costly part of logging a model, done by the
+        worker process) and record a :meth:`Tracker.log_model_files` call with its files."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = prepare_model(model, Path(tmp) / "model", X_example)
+            files = {
+                p.relative_to(path).as_posix(): p.read_bytes()
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+            }
+        self.calls.append(("log_model_files", (files, name), {"registered_name": registered_name}))
+
     @staticmethod
     def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
         """Log the recorded ``calls`` to ``tracker`` (inside its active parent run), in
@@ -439,8 +462,9 @@ def _bind(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict
     return dict(inspect.signature(method).bind(None, *args, **kwargs).arguments)
 
 
-#: the methods of :class:`Tracker` that are not logging calls (not recorded)
-_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id"})
+#: the methods of :class:`Tracker` that are not logging calls (not recorded), and
+#: :meth:`RecordingTracker.log_model` (recorded as the files it saves)
+_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id", "log_model"})
 
 
 def _recorder(name: str) -> Any:
@@ -807,53 +831,50 @@ class MLflowTracker(Tracker):
     def log_model(
         self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
     ) -> None:
+        """:func:`prepare_model`, then :meth:`log_model_files`: what
+        ``mlflow.sklearn.log_model`` logs, without MLflow's check that the input example
+        serves (it reloads the model just saved and predicts the example, a third of the
+        call's time; the signature predicted the same rows already)."""
+        import tempfile
 
-        signature = None
-        if X_example is not None:
-            try:
-                from mlflow.models import infer_signature
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = prepare_model(model, Path(tmp) / "model", X_example)
+            self._log_prepared(path, name, registered_name)
 
-                signature = infer_signature(X_example, model.predict(X_example))
-            except Exception as exc:  # a signature is a nicety
-                log.debug("no model signature: %s", exc)
-        # Explicit requirements: MLflow's inference would re-import the model in a
-        # subprocess (seconds per model).
-        if not self.settings.register:
-            registered_name = None
-        with self._store(f"logging the model {name!r} of run {self.run_id}"):
-            self._log_model(model, name, signature, X_example, registered_name)
-
-    def _log_model(
-        self,
-        model: Any,
-        name: str,
-        signature: Any,
-        X_example: Any = None,
-        registered_name: str | None = None,
+    def log_model_files(
+        self, files: Mapping[str, bytes], name: str, registered_name: str | None = None
     ) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = Path(tmp) / "model"
+            for rel, data in files.items():
+                target = path / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            self._log_prepared(path, name, registered_name)
+
+    def _log_prepared(self, path: Path, name: str, registered_name: str | None) -> None:
+        """Log the model saved in ``path`` (:func:`prepare_model`) to the active run: MLflow's
+        ``Model.log`` (the logged model, the link to the run and its metrics, the files, the
+        registration) with a flavor that copies the saved files and writes their MLmodel
+        with the logged model's identity."""
         import mlflow.sklearn
         from mlflow.models import Model
 
-        # mlflow.sklearn.log_model(...), without MLflow's check that the input example
-        # serves: it reloads the model just saved (skops) and predicts the example, a third
-        # of the call's time; this method predicted the same rows for the signature already
-        # (a model that cannot predict its example fails there). Everything logged is the
-        # same: the files of the model (the example included), its logged model, the link
-        # to the run's metrics, the registration.
-        Model.log(
-            artifact_path=None,
-            name=name,
-            flavor=_SKLEARN_FLAVOR,
-            flavor_name="mlflow.sklearn",
-            validate_serving_input=False,
-            sk_model=model,
-            serialization_format=mlflow.sklearn._get_default_serialization_format(),
-            signature=signature,
-            input_example=X_example,
-            pip_requirements=_requirements(),
-            skops_trusted_types=trusted_types(model),
-            registered_model_name=registered_name,
-        )
+        if not self.settings.register:
+            registered_name = None
+        with self._store(f"logging the model {name!r} of run {self.run_id}"):
+            Model.log(
+                artifact_path=None,
+                name=name,
+                flavor=_PREPARED_FLAVOR,
+                flavor_name="mlflow.sklearn",
+                validate_serving_input=False,
+                prepared=str(path),
+                serialization_format=mlflow.sklearn._get_default_serialization_format(),
+                registered_model_name=registered_name,
+            )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         with self._store(f"logging {artifact_file} to run {self.run_id}"):
@@ -912,16 +933,91 @@ def trusted_types(model: Any) -> list[str]:
     return [t for t in untrusted if t.startswith("projloss.")]
 
 
-def _save_sklearn_model(*, validate_serving_input: bool = True, **kwargs: Any) -> None:
-    """``mlflow.sklearn.save_model`` as ``Model.log`` calls a flavor's ``save_model``: with
-    every keyword of the log call, ``validate_serving_input`` (``Model.log``'s own) left out."""
+def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
+    """Save ``model`` to ``path`` (a new folder) as ``mlflow.sklearn.log_model`` would before
+    logging it: the skops file (this project's types trusted, :func:`trusted_types`), the
+    MLmodel with the signature inferred from ``X_example`` and its predictions, the input
+    example, the pinned requirements (:func:`_requirements`). The costly part of logging a
+    model (serializing it three times: to find its types, to save it, to check that it
+    loads), which a worker process can do (:class:`RecordingTracker`); the logged model's
+    identity is written by :meth:`MLflowTracker.log_model_files`."""
     import mlflow.sklearn
 
-    mlflow.sklearn.save_model(**kwargs)
+    signature = None
+    if X_example is not None:
+        try:
+            from mlflow.models import infer_signature
+
+            signature = infer_signature(X_example, model.predict(X_example))
+        except Exception as exc:  # a signature is a nicety
+            log.debug("no model signature: %s", exc)
+    # Explicit requirements: MLflow's inference would re-import the model in a subprocess
+    # (seconds per model); their check against the installed packages is done once.
+    with _requirements_checked_once():
+        mlflow.sklearn.save_model(
+            sk_model=model,
+            path=str(path),
+            serialization_format=mlflow.sklearn._get_default_serialization_format(),
+            signature=signature,
+            input_example=X_example,
+            pip_requirements=_requirements(),
+            skops_trusted_types=trusted_types(model),
+        )
+    return path
 
 
-#: ``mlflow.sklearn`` as the flavor of ``mlflow.models.Model.log`` (its ``save_model``)
-_SKLEARN_FLAVOR = SimpleNamespace(__name__="mlflow.sklearn", save_model=_save_sklearn_model)
+@contextlib.contextmanager
+def _requirements_checked_once() -> Iterator[None]:
+    """MLflow checks a model's requirements against the installed packages at every save
+    (a scan of the installed distributions per package: a third of a small model's save),
+    to warn about a mismatch: the same requirements give the same answer in a process, so
+    the check (and its warning) is done once per process and requirements."""
+    import mlflow.utils.environment as environment
+
+    original = environment.warn_dependency_requirement_mismatches
+    environment.warn_dependency_requirement_mismatches = _check_requirements
+    try:
+        yield
+    finally:
+        environment.warn_dependency_requirement_mismatches = original
+
+
+def _check_requirements(requirements: Sequence[str]) -> None:
+    _check_requirements_once(tuple(requirements))
+
+
+@functools.cache
+def _check_requirements_once(requirements: tuple[str, ...]) -> None:
+    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+
+    warn_dependency_requirement_mismatches(list(requirements))
+
+
+#: the attributes of an MLmodel that name the logged model (the rest: the saved files')
+_MODEL_IDENTITY = frozenset(
+    {"artifact_path", "run_id", "model_uuid", "model_id", "utc_time_created"}
+)
+
+
+def _copy_prepared_model(*, path: str, mlflow_model: Any, prepared: str, **_kwargs: Any) -> None:
+    """The ``save_model`` of :data:`_PREPARED_FLAVOR`, as ``Model.log`` calls it: copy the
+    files :func:`prepare_model` saved to ``path`` and write their MLmodel with
+    ``mlflow_model``'s identity (logged model id, run, artifact location, creation time)."""
+    import shutil
+
+    from mlflow.models import Model
+
+    saved = Model.load(os.path.join(prepared, "MLmodel"))
+    shutil.copytree(prepared, path)
+    for key, value in vars(saved).items():
+        if key not in _MODEL_IDENTITY:
+            setattr(mlflow_model, key, value)
+    mlflow_model.save(os.path.join(path, "MLmodel"))
+
+
+#: ``mlflow.sklearn`` as the flavor of ``mlflow.models.Model.log`` for a model saved by
+#: :func:`prepare_model` (its ``save_model`` copies the files)
+_PREPARED_FLAVOR = SimpleNamespace(__name__="mlflow.sklearn", save_model=_copy_prepared_model)
 
 
 def _requirements() -> list[str]:
