@@ -591,17 +591,17 @@ class MLflowTracker(Tracker):
     ) -> Any:
         mlflow = self._mlflow
         exp_id = self.experiment_id(task)
-        if run_id is not None:
+        run = None
+        if run_id is not None:  # resumed (MLflow reads the run: no lookup of ours first)
             try:
-                self.client.get_run(run_id)
-            except Exception:  # MlflowException or a store error
+                run = mlflow.start_run(run_id=run_id)
+            except Exception:  # MlflowException (no such run) or a store error
                 log.warning("MLflow run %s not found in %s: logging to a new run", run_id, self.uri)
-                run_id = None
         all_tags = dict(tags or {})
         if self.settings.group:
             all_tags.setdefault("group", self.settings.group)
         all_tags.update(owner_tags())
-        if run_id is None:
+        if run is None:
             stale = self.orphans(exp_id, name)
             run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags)
             if params:
@@ -609,7 +609,6 @@ class MLflowTracker(Tracker):
             for old in stale:
                 self._supersede(old, run.info.run_id)
         else:
-            run = mlflow.start_run(run_id=run_id)
             if all_tags:
                 mlflow.set_tags(all_tags)
             all_tags = {**run.data.tags, **all_tags}
