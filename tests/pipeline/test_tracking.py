@@ -254,6 +254,8 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     monkeypatch.setattr(mlflow.pyfunc, "load_model", counted_load)
     with tracker.parent_run(task="label_ranking", name="ours", params={"p": "1"}) as ours:
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        tracker.log_metrics({"curve": 4.0}, step=0)  # a curve: its step 0 is linked
+        tracker.log_metrics({"curve": 3.0}, step=1)
         if how == "direct":
             tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
         else:
@@ -269,6 +271,8 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     monkeypatch.setattr(mlflow.pyfunc, "load_model", real_load)
     with tracker.parent_run(task="label_ranking", name="mlflow's", params={"p": "1"}) as theirs:
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        tracker.log_metrics({"curve": 4.0}, step=0)  # a curve: its step 0 is linked
+        tracker.log_metrics({"curve": 3.0}, step=1)
         mlflow.sklearn.log_model(
             model,
             name="iris-model",
@@ -288,9 +292,13 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     a, b = logged[ours], logged[theirs]
     assert a.name == b.name == "iris-model"
     assert a.params == b.params == {"p": "1"}
-    assert {m.key: m.value for m in a.metrics} == {m.key: m.value for m in b.metrics} == {
+    assert sorted((m.key, m.value, m.step) for m in a.metrics) == sorted(
+        (m.key, m.value, m.step) for m in b.metrics
+    )
+    assert {m.key: m.value for m in a.metrics} == {
         "val.hamming": 2.5,
         "lambda.hamming": 1.0,
+        "curve": 4.0,
     }
     assert a.status == b.status
     assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]

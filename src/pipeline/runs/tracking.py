@@ -854,26 +854,75 @@ class MLflowTracker(Tracker):
             self._log_prepared(path, name, registered_name)
 
     def _log_prepared(self, path: Path, name: str, registered_name: str | None) -> None:
-        """Log the model saved in ``path`` (:func:`prepare_model`) to the active run: MLflow's
-        ``Model.log`` (the logged model, the link to the run and its metrics, the files, the
-        registration) with a flavor that copies the saved files and writes their MLmodel
-        with the logged model's identity."""
-        import mlflow.sklearn
+        """Log the model saved in ``path`` (:func:`prepare_model`) to the active run as
+        MLflow's ``Model.log`` does: a logged model (named ``name``, the run's params) linked
+        to the run as an output with the run's metrics at step 0, its files (the saved ones,
+        their MLmodel written with the logged model's identity), READY, and registered as
+        ``registered_name`` when ``tracking.register`` is true. ``Model.log`` reads the run's
+        params and metrics back with a query per metric (the whole run, then each metric's
+        history: the validation curves, every earlier evaluation's values); from a database
+        store they are read here with one query each (:func:`run_params_and_step_metrics`)."""
+        import tempfile
+
+        import mlflow
+        from mlflow.entities import LoggedModelOutput, Metric
+        from mlflow.entities.run_outputs import RunOutputs
         from mlflow.models import Model
+        from mlflow.tracking._model_registry import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
+        from mlflow.tracking._model_registry.fluent import _register_model
+        from mlflow.tracking.fluent import _create_logged_model, _use_logged_model
+        from mlflow.utils.mlflow_tags import MLFLOW_MODEL_IS_EXTERNAL
 
         if not self.settings.register:
             registered_name = None
-        with self._store(f"logging the model {name!r} of run {self.run_id}"):
-            Model.log(
-                artifact_path=None,
+        run_id = self.run_id
+        if run_id is None:
+            raise TrackingError("logging a model needs an active parent run")
+        with (
+            self._store(f"logging the model {name!r} of run {run_id}"),
+            tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp,
+        ):
+            params, metrics = run_params_and_step_metrics(self.client, run_id, step=0)
+            model = _create_logged_model(
                 name=name,
-                flavor=_PREPARED_FLAVOR,
-                flavor_name="mlflow.sklearn",
-                validate_serving_input=False,
-                prepared=str(path),
+                source_run_id=run_id,
+                params=params,
+                flavor="mlflow.sklearn",
                 serialization_format=mlflow.sklearn._get_default_serialization_format(),
-                registered_model_name=registered_name,
             )
+            local = os.path.join(tmp, "model")
+            with _use_logged_model(model=model):
+                output = LoggedModelOutput(model.model_id, step=0)
+                self.client.log_outputs(run_id=run_id, models=[output])
+                active = mlflow.active_run()
+                if active is not None and active.info.run_id == run_id:
+                    if active.outputs is None:
+                        active._outputs = RunOutputs(model_outputs=[output])
+                    else:
+                        active.outputs.model_outputs.append(output)
+                if metrics:
+                    linked = [
+                        Metric(m.key, m.value, m.timestamp, m.step, model_id=model.model_id)
+                        for m in metrics
+                    ]
+                    self.client.log_batch(run_id=run_id, metrics=linked)
+                mlflow_model = Model(
+                    artifact_path=model.artifact_location,
+                    model_uuid=model.model_id,
+                    run_id=run_id,
+                    model_id=model.model_id,
+                )
+                _copy_prepared_model(path=local, mlflow_model=mlflow_model, prepared=str(path))
+                self.client.log_model_artifacts(model.model_id, local)
+                if model.tags.get(MLFLOW_MODEL_IS_EXTERNAL, "false").lower() == "true":
+                    self.client.delete_logged_model_tag(model.model_id, MLFLOW_MODEL_IS_EXTERNAL)
+            if registered_name is not None:
+                _register_model(
+                    f"models:/{model.model_id}",
+                    registered_name,
+                    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+                    local_model_path=local,
+                )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         with self._store(f"logging {artifact_file} to run {self.run_id}"):
@@ -930,6 +979,38 @@ def trusted_types(model: Any) -> list[str]:
 
     untrusted = skops.io.get_untrusted_types(data=skops.io.dumps(model))
     return [t for t in untrusted if t.startswith("projloss.")]
+
+
+def run_params_and_step_metrics(
+    client: Any, run_id: str, step: int = 0
+) -> tuple[dict[str, str], list[Any]]:
+    """The params of run ``run_id`` and every value its metrics were logged with at
+    ``step`` (``mlflow.entities.Metric``, in each metric's history order), as MLflow's
+    ``Model.log`` reads them to copy them onto a logged model: from a database store in
+    one query each, else with the client (the run, then each metric's history)."""
+    from .mlflow_bulk import is_sql_store
+
+    store = client._tracking_client.store
+    if not is_sql_store(store):
+        run = client.get_run(run_id)
+        metrics = [
+            m
+            for key in run.data.metrics
+            for m in client.get_metric_history(run_id, key)
+            if m.step == step and m.model_id is None
+        ]
+        return {k: str(v) for k, v in run.data.params.items()}, metrics
+    from mlflow.store.tracking.dbmodels.models import SqlMetric, SqlParam
+
+    with store.ManagedSessionMaker() as session:
+        params = {p.key: str(p.value) for p in session.query(SqlParam).filter_by(run_uuid=run_id)}
+        rows = (
+            session.query(SqlMetric)
+            .filter_by(run_uuid=run_id, step=step)
+            .order_by(SqlMetric.key, SqlMetric.timestamp, SqlMetric.step, SqlMetric.value)
+        )
+        metrics = [row.to_mlflow_entity() for row in rows]
+    return params, metrics
 
 
 def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
