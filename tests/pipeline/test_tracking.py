@@ -428,3 +428,29 @@ def test_child_runs_in_one_transaction_are_the_clients_runs(tmp_path: Path) -> N
     )
     assert sorted(r.info.run_id for r in found) == sorted([*one_by_one[1:3], *bulk[1:3]])
     assert client.get_run(parent).data.metrics == {"val.mae": 0.3}
+
+
+def test_a_saved_model_skips_mlflows_requirements_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:func:`prepare_model` (an evaluate worker, once per run) pins the installed versions
+    of this process (``_requirements``), so MLflow's check of them against the installed
+    packages (a scan of every distribution, 0.9 s the first time in a process) is left
+    out; MLflow's own function is back after the save, and the requirements are pinned."""
+    import mlflow.utils.environment as environment
+    from sklearn.linear_model import LinearRegression
+
+    from pipeline.runs.tracking import _requirements, prepare_model
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(
+        environment, "warn_dependency_requirement_mismatches", lambda reqs: calls.append(reqs)
+    )
+    X = np.arange(10.0).reshape(5, 2)
+    model = LinearRegression().fit(X, np.arange(5.0))
+    path = prepare_model(model, tmp_path / "model", X)
+    assert calls == []
+    environment.warn_dependency_requirement_mismatches(["x"])
+    assert calls == [["x"]]  # restored
+    reqs = (path / "requirements.txt").read_text().split()
+    assert set(_requirements()) <= set(reqs)

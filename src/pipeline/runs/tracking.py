@@ -1032,8 +1032,8 @@ def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
         except Exception as exc:  # a signature is a nicety
             log.debug("no model signature: %s", exc)
     # Explicit requirements: MLflow's inference would re-import the model in a subprocess
-    # (seconds per model); their check against the installed packages is done once.
-    with _requirements_checked_once():
+    # (seconds per model); they are the installed versions (no check against them).
+    with _requirements_unchecked():
         mlflow.sklearn.save_model(
             sk_model=model,
             path=str(path),
@@ -1047,30 +1047,24 @@ def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
 
 
 @contextlib.contextmanager
-def _requirements_checked_once() -> Iterator[None]:
-    """MLflow checks a model's requirements against the installed packages at every save
-    (a scan of the installed distributions per package: a third of a small model's save),
-    to warn about a mismatch: the same requirements give the same answer in a process, so
-    the check (and its warning) is done once per process and requirements."""
+def _requirements_unchecked() -> Iterator[None]:
+    """Without MLflow's check of a model's requirements against the installed packages
+    (``warn_dependency_requirement_mismatches``, at every save): :func:`_requirements` are
+    the installed versions, read in this process, so it cannot find a mismatch, and it
+    cost a third of a small model's save and, the first time in a process, a scan of
+    every installed distribution (0.9 s: once in each evaluate worker)."""
     import mlflow.utils.environment as environment
 
     original = environment.warn_dependency_requirement_mismatches
-    environment.warn_dependency_requirement_mismatches = _check_requirements
+    environment.warn_dependency_requirement_mismatches = _pinned_here
     try:
         yield
     finally:
         environment.warn_dependency_requirement_mismatches = original
 
 
-def _check_requirements(requirements: Sequence[str]) -> None:
-    _check_requirements_once(tuple(requirements))
-
-
-@functools.cache
-def _check_requirements_once(requirements: tuple[str, ...]) -> None:
-    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
-
-    warn_dependency_requirement_mismatches(list(requirements))
+def _pinned_here(requirements: Sequence[str]) -> None:
+    """The requirements check of :func:`_requirements_unchecked`: nothing to check."""
 
 
 #: the attributes of an MLmodel that name the logged model (the rest: the saved files')
