@@ -112,6 +112,25 @@ def save_soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str, 
     return save(fig, path)
 
 
+_WARM = False
+
+
+def warm_up() -> None:
+    """Draw a small log-scale figure once in this process (in memory), so that the processes
+    forked from it inherit what a first figure sets up: matplotlib's math-text parser (the
+    log axis's ``10^k`` tick labels; 0.6 s to build, once per process otherwise) and the
+    fonts. The evaluate stage calls it before forking its workers."""
+    global _WARM
+    if _WARM:
+        return
+    import io
+
+    curve = {"lambdas": [0.01, 1.0], "metrics": {"m": [0.0, 1.0]}, "selected": {}}
+    fig = validation_curve(curve, "warm-up")
+    fig.savefig(io.BytesIO(), format="png", dpi=DPI)
+    _WARM = True
+
+
 #: the resolution of the saved figures (matplotlib's default figure dpi)
 DPI = 100
 #: this process's Agg renderers, by (width, height, dpi) in pixels
@@ -148,4 +167,4 @@ def _share_renderer(fig: Any) -> None:
     canvas._lastKey = key
 
 
-__all__ = ["save", "save_soft_permutations", "soft_permutations", "validation_curve"]
+__all__ = ["save", "save_soft_permutations", "soft_permutations", "validation_curve", "warm_up"]

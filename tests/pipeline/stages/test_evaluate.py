@@ -174,3 +174,32 @@ def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> 
         png = figures.save_soft_permutations(U, truth, title, tmp_path / "reused.png")
         assert png.read_bytes().startswith(PNG) and png.read_bytes() == alone(U, truth, title)
     assert len(figures._SOFT) >= 2  # one figure per shape, reused
+
+
+def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
+    tmp_path, monkeypatch
+) -> None:
+    """The evaluate stage draws a figure in memory before it forks its workers
+    (:func:`pipeline.runs.figures.warm_up`): a worker's first validation curve then builds
+    no math-text parser (the log axis's ``10^k`` labels: 0.6 s per process otherwise)."""
+    import matplotlib._mathtext
+    import matplotlib.mathtext
+
+    from pipeline.runs import figures
+
+    built: list[int] = []
+    init = matplotlib._mathtext.Parser.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(1)
+        return init(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib._mathtext.Parser, "__init__", counted)
+    for warm in (False, True):
+        monkeypatch.setattr(matplotlib.mathtext.MathTextParser, "_parser", None)
+        monkeypatch.setattr(figures, "_WARM", False)
+        if warm:
+            figures.warm_up()
+        built.clear()
+        figures.save(figures.validation_curve(_curve(0), "iris"), tmp_path / f"{warm}.png")
+        assert len(built) == (0 if warm else 1)
