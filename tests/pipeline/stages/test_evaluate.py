@@ -198,6 +198,7 @@ def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
     for warm in (False, True):
         monkeypatch.setattr(matplotlib.mathtext.MathTextParser, "_parser", None)
         monkeypatch.setattr(figures, "_WARM", False)
+        monkeypatch.setattr(figures, "_RENDERERS", {})  # no text laid out before
         if warm:
             figures.warm_up()
         built.clear()
