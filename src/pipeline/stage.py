@@ -350,8 +350,10 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
     # imported once, before the workers fork: matplotlib for the figures, MLflow (needed
     # here anyway) for what the core builds with it (the dataset input)
     if tasks and settings.enabled and settings.figures:
-        import matplotlib.backends.backend_agg
-        import matplotlib.figure  # noqa: F401
+        from .runs import figures
+
+        if n_jobs != 1 and len(tasks) > 1:  # worker processes: what their first figure sets up
+            figures.warm_up()
     if tasks and settings.enabled:
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         import mlflow  # noqa: F401

@@ -190,6 +190,18 @@ class RecordingTracker:
     ) -> None:
         self.models[name] = model
 
+    def log_model_files(self, files: Any, name: str, registered_name: Any = None) -> None:
+        """A model saved by a worker (its files): loaded back, as MLflow would serve it."""
+        import tempfile
+
+        import mlflow.sklearn
+
+        root = Path(tempfile.mkdtemp(prefix="projloss-test-model-"))
+        for rel, data in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        self.models[name] = mlflow.sklearn.load_model(str(root))
+
     def log_params(self, params: Any) -> None:
         self.params.update(params)
 

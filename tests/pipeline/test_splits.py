@@ -157,6 +157,9 @@ def test_recording_tracker_records_every_logging_method() -> None:
     """Whatever a core logs (artifacts, models, tags: the evaluate stage) is recorded,
     mappings copied at the call, and replayed in order; with the settings of a tracker the
     recorder is enabled as it is (so that the core logs what it would log to it)."""
+    import numpy as np
+    from sklearn.linear_model import LinearRegression
+
     from pipeline.runs.tracking import Tracker, TrackingSettings
 
     rec = RecordingTracker(TrackingSettings(figures=False))
@@ -165,11 +168,15 @@ def test_recording_tracker_records_every_logging_method() -> None:
     rec.set_tags(tags)
     tags["a"] = "2"
     rec.log_artifact("x.png", "figures")
-    rec.log_model("a model", "model", X_example=[1])
+    X = np.arange(6.0).reshape(3, 2)
+    rec.log_model(LinearRegression().fit(X, np.arange(3.0)), "model", X_example=X)
     rec.log_dict({"k": 1}, "config.yaml")
-    assert [c[0] for c in rec.calls] == ["set_tags", "log_artifact", "log_model", "log_dict"]
+    assert [c[0] for c in rec.calls] == ["set_tags", "log_artifact", "log_model_files", "log_dict"]
     assert rec.calls[0][1] == ({"a": "1"},)
-    assert rec.calls[2] == ("log_model", ("a model", "model"), {"X_example": [1]})
+    # a model is saved by the recorder (the worker) and recorded as its files
+    files, name = rec.calls[2][1]
+    assert name == "model" and rec.calls[2][2] == {"registered_name": None}
+    assert {"MLmodel", "model.skops", "input_example.json"} <= set(files)
     recorded = {
         name for name, fn in vars(Tracker).items() if callable(fn) and not name.startswith("_")
     } - {"parent_run", "run_link", "experiment_id"}

@@ -203,15 +203,20 @@ def _model_files(client, run_id: str, model_id: str, dst: Path) -> dict[str, byt
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["direct", "recorded"])
 def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
-    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """:meth:`MLflowTracker.log_model` logs what ``mlflow.sklearn.log_model`` logs (the same
     files: MLmodel with its signature and input example, the example, the pinned
     requirements, the skops model; the logged model's params and metrics copied from the
     run; the registered version) without MLflow reloading the model to serve its example
     (a third of the call's time, once per evaluated run); the model still loads and
-    predicts from raw rows as an sklearn model and as a pyfunc."""
+    predicts from raw rows as an sklearn model and as a pyfunc. ``recorded``: the same
+    when a :class:`RecordingTracker` (an evaluate worker) saves the model and records its
+    files (not the estimator: the saving is the worker's work), replayed by the stage."""
+    import pickle
+
     import mlflow
     import mlflow.pyfunc
     import mlflow.sklearn
@@ -249,11 +254,25 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     monkeypatch.setattr(mlflow.pyfunc, "load_model", counted_load)
     with tracker.parent_run(task="label_ranking", name="ours", params={"p": "1"}) as ours:
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
-        tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+        tracker.log_metrics({"curve": 4.0}, step=0)  # a curve: its step 0 is linked
+        tracker.log_metrics({"curve": 3.0}, step=1)
+        if how == "direct":
+            tracker.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+        else:
+            from pipeline.runs.tracking import RecordingTracker
+
+            rec = RecordingTracker()
+            rec.log_model(model, "iris-model", X_example=X, registered_name="reg-ours")
+            assert [c[0] for c in rec.calls] == ["log_model_files"]
+            files = rec.calls[0][1][0]
+            assert {"MLmodel", "model.skops", "requirements.txt"} <= set(files)
+            RecordingTracker.replay(pickle.loads(pickle.dumps(rec.calls)), tracker)
     assert loads == []  # MLflow's serving check reloads the model: once per model before
     monkeypatch.setattr(mlflow.pyfunc, "load_model", real_load)
     with tracker.parent_run(task="label_ranking", name="mlflow's", params={"p": "1"}) as theirs:
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
+        tracker.log_metrics({"curve": 4.0}, step=0)  # a curve: its step 0 is linked
+        tracker.log_metrics({"curve": 3.0}, step=1)
         mlflow.sklearn.log_model(
             model,
             name="iris-model",
@@ -273,9 +292,13 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     a, b = logged[ours], logged[theirs]
     assert a.name == b.name == "iris-model"
     assert a.params == b.params == {"p": "1"}
-    assert {m.key: m.value for m in a.metrics} == {m.key: m.value for m in b.metrics} == {
+    assert sorted((m.key, m.value, m.step) for m in a.metrics) == sorted(
+        (m.key, m.value, m.step) for m in b.metrics
+    )
+    assert {m.key: m.value for m in a.metrics} == {
         "val.hamming": 2.5,
         "lambda.hamming": 1.0,
+        "curve": 4.0,
     }
     assert a.status == b.status
     assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]
@@ -405,3 +428,29 @@ def test_child_runs_in_one_transaction_are_the_clients_runs(tmp_path: Path) -> N
     )
     assert sorted(r.info.run_id for r in found) == sorted([*one_by_one[1:3], *bulk[1:3]])
     assert client.get_run(parent).data.metrics == {"val.mae": 0.3}
+
+
+def test_a_saved_model_skips_mlflows_requirements_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:func:`prepare_model` (an evaluate worker, once per run) pins the installed versions
+    of this process (``_requirements``), so MLflow's check of them against the installed
+    packages (a scan of every distribution, 0.9 s the first time in a process) is left
+    out; MLflow's own function is back after the save, and the requirements are pinned."""
+    import mlflow.utils.environment as environment
+    from sklearn.linear_model import LinearRegression
+
+    from pipeline.runs.tracking import _requirements, prepare_model
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(
+        environment, "warn_dependency_requirement_mismatches", lambda reqs: calls.append(reqs)
+    )
+    X = np.arange(10.0).reshape(5, 2)
+    model = LinearRegression().fit(X, np.arange(5.0))
+    path = prepare_model(model, tmp_path / "model", X)
+    assert calls == []
+    environment.warn_dependency_requirement_mismatches(["x"])
+    assert calls == [["x"]]  # restored
+    reqs = (path / "requirements.txt").read_text().split()
+    assert set(_requirements()) <= set(reqs)

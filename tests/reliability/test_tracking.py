@@ -332,3 +332,32 @@ def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> Non
     run = tracker.client.get_run(run_id)
     assert resumed == run_id and run.info.status == "FINISHED"
     assert_no_misleading_runs(runs(tracker.uri))
+
+
+def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(tmp_path: Path) -> None:
+    """A model logged to a tracking server (``MLflowTracker.log_model``: a store the client
+    reaches over HTTP, so the run's params and metrics are read with the client, not with
+    one query as from a database store) is linked to the run's params and to its metrics'
+    step-0 values (a curve's later steps left out), READY, as ``Model.log`` links them."""
+    import numpy as np
+    from mlflow.tracking import MlflowClient
+    from sklearn.linear_model import LinearRegression
+
+    X = np.arange(10.0).reshape(5, 2)
+    model = LinearRegression().fit(X, np.arange(5.0))
+    with running(mlflow_server(tmp_path, tmp_path / "server.db")) as srv:
+        tracker = MLflowTracker(TrackingSettings(uri=srv.uri))
+        with tracker.parent_run(task="t", name="r", params={"p": "1"}) as run_id:
+            tracker.log_metrics({"a": 1.0})
+            tracker.log_metrics({"curve": 4.0}, step=0)
+            tracker.log_metrics({"curve": 3.0}, step=1)
+            tracker.log_model(model, "m", X_example=X)
+        client = MlflowClient(srv.uri)
+        exp_id = client.get_run(run_id).info.experiment_id
+        (logged,) = client.search_logged_models(experiment_ids=[exp_id])
+    assert logged.name == "m" and logged.params == {"p": "1"}
+    assert logged.status.name == "READY" or str(logged.status).endswith("READY")
+    assert sorted((m.key, m.value, m.step) for m in logged.metrics) == [
+        ("a", 1.0, 0),
+        ("curve", 4.0, 0),
+    ]

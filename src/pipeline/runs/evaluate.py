@@ -186,6 +186,6 @@ def _figures(
             from projloss.target_losses import permutation_matrix
 
             truth = permutation_matrix(np.asarray(y[:n]))
-        fig = figures.soft_permutations(U, truth, f"{title} (soft outputs)")
-        paths.append(figures.save(fig, directory / "soft_permutations.png"))
+        path = directory / "soft_permutations.png"
+        paths.append(figures.save_soft_permutations(U, truth, f"{title} (soft outputs)", path))
     return paths

@@ -76,6 +76,61 @@ def soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str) -> An
     return fig
 
 
+#: this process's soft-permutation figures, by the shape of what they show
+#: (:func:`save_soft_permutations`)
+_SOFT: dict[tuple[Any, ...], Any] = {}
+
+
+def save_soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str, path: Path) -> Path:
+    """:func:`save` of :func:`soft_permutations` ``(U, truth, title)``, the same PNG bytes,
+    with this process's figure of that shape (created once, then given the new values).
+
+    Building the figure (its axes, and their ticks and labels, one per label) cost more
+    than drawing it, and the evaluate workers draw one per label-ranking run, a dozen of
+    each shape (a dataset's number of labels); the figure's artists are the same for a
+    shape, only the images' values and range (and so the colorbar's ticks), the circles
+    of the true entries and the title change."""
+    U = np.asarray(U, dtype=np.float64)
+    truth = None if truth is None else np.asarray(truth)
+    key = (U.shape, None if truth is None else truth.shape)
+    if key not in _SOFT:
+        fig = soft_permutations(U, truth, title)
+        _SOFT[key] = fig
+        return save(fig, path)
+    fig = _SOFT[key]
+    rows = U[:, None, :] if U.ndim == 2 else U
+    marks = None if truth is None else (truth[:, None, :] if U.ndim == 2 else truth)
+    vmax = max(1.0, float(rows.max()))
+    for i, ax in enumerate(ax for ax in fig.axes if ax.images):  # not the colorbar's
+        image = ax.images[0]
+        image.set_data(rows[i])
+        image.set_clim(0.0, vmax)
+        if marks is not None:
+            r, c = np.nonzero(marks[i] > 0.5)
+            ax.collections[0].set_offsets(np.column_stack([c, r]).astype(np.float64))
+    fig.suptitle(title, fontsize=10)  # the same text object, given the new title
+    return save(fig, path)
+
+
+_WARM = False
+
+
+def warm_up() -> None:
+    """Draw a small log-scale figure once in this process (in memory), so that the processes
+    forked from it inherit what a first figure sets up: matplotlib's math-text parser (the
+    log axis's ``10^k`` tick labels; 0.6 s to build, once per process otherwise) and the
+    fonts. The evaluate stage calls it before forking its workers."""
+    global _WARM
+    if _WARM:
+        return
+    import io
+
+    curve = {"lambdas": [0.01, 1.0], "metrics": {"m": [0.0, 1.0]}, "selected": {}}
+    fig = validation_curve(curve, "warm-up")
+    fig.savefig(io.BytesIO(), format="png", dpi=DPI)
+    _WARM = True
+
+
 #: the resolution of the saved figures (matplotlib's default figure dpi)
 DPI = 100
 #: this process's Agg renderers, by (width, height, dpi) in pixels
@@ -112,4 +167,4 @@ def _share_renderer(fig: Any) -> None:
     canvas._lastKey = key
 
 
-__all__ = ["save", "soft_permutations", "validation_curve"]
+__all__ = ["save", "save_soft_permutations", "soft_permutations", "validation_curve", "warm_up"]

@@ -335,6 +335,12 @@ class Tracker:
         """Log a fitted scikit-learn model (``mlflow.sklearn.log_model``), registered as
         ``registered_name`` when ``tracking.register`` is true."""
 
+    def log_model_files(
+        self, files: Mapping[str, bytes], name: str, registered_name: str | None = None
+    ) -> None:
+        """Log a model saved by :func:`prepare_model` (``files``: its files' relative paths
+        and bytes) as :meth:`log_model` logs the model: the same logged model and files."""
+
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """Log a matplotlib figure as an image artifact."""
 
@@ -390,6 +396,23 @@ class RecordingTracker(Tracker):
         self.enabled = settings is not None and settings.enabled
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
 
+    def log_model(
+        self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
+    ) -> None:
+        """Save the model here (:func:`prepare_model`: its signature, the skops file, the
+        input example, the requirements: the costly part of logging a model, done by the
+        worker process) and record a :meth:`Tracker.log_model_files` call with its files."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = prepare_model(model, Path(tmp) / "model", X_example)
+            files = {
+                p.relative_to(path).as_posix(): p.read_bytes()
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+            }
+        self.calls.append(("log_model_files", (files, name), {"registered_name": registered_name}))
+
     @staticmethod
     def replay(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], tracker: Tracker) -> None:
         """Log the recorded ``calls`` to ``tracker`` (inside its active parent run), in
@@ -439,8 +462,9 @@ def _bind(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict
     return dict(inspect.signature(method).bind(None, *args, **kwargs).arguments)
 
 
-#: the methods of :class:`Tracker` that are not logging calls (not recorded)
-_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id"})
+#: the methods of :class:`Tracker` that are not logging calls (not recorded), and
+#: :meth:`RecordingTracker.log_model` (recorded as the files it saves)
+_NOT_RECORDED = frozenset({"parent_run", "run_link", "experiment_id", "log_model"})
 
 
 def _recorder(name: str) -> Any:
@@ -567,17 +591,17 @@ class MLflowTracker(Tracker):
     ) -> Any:
         mlflow = self._mlflow
         exp_id = self.experiment_id(task)
-        if run_id is not None:
+        run = None
+        if run_id is not None:  # resumed (MLflow reads the run: no lookup of ours first)
             try:
-                self.client.get_run(run_id)
-            except Exception:  # MlflowException or a store error
+                run = mlflow.start_run(run_id=run_id)
+            except Exception:  # MlflowException (no such run) or a store error
                 log.warning("MLflow run %s not found in %s: logging to a new run", run_id, self.uri)
-                run_id = None
         all_tags = dict(tags or {})
         if self.settings.group:
             all_tags.setdefault("group", self.settings.group)
         all_tags.update(owner_tags())
-        if run_id is None:
+        if run is None:
             stale = self.orphans(exp_id, name)
             run = mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags)
             if params:
@@ -585,7 +609,6 @@ class MLflowTracker(Tracker):
             for old in stale:
                 self._supersede(old, run.info.run_id)
         else:
-            run = mlflow.start_run(run_id=run_id)
             if all_tags:
                 mlflow.set_tags(all_tags)
             all_tags = {**run.data.tags, **all_tags}
@@ -807,53 +830,99 @@ class MLflowTracker(Tracker):
     def log_model(
         self, model: Any, name: str, X_example: Any = None, registered_name: str | None = None
     ) -> None:
+        """:func:`prepare_model`, then :meth:`log_model_files`: what
+        ``mlflow.sklearn.log_model`` logs, without MLflow's check that the input example
+        serves (it reloads the model just saved and predicts the example, a third of the
+        call's time; the signature predicted the same rows already)."""
+        import tempfile
 
-        signature = None
-        if X_example is not None:
-            try:
-                from mlflow.models import infer_signature
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = prepare_model(model, Path(tmp) / "model", X_example)
+            self._log_prepared(path, name, registered_name)
 
-                signature = infer_signature(X_example, model.predict(X_example))
-            except Exception as exc:  # a signature is a nicety
-                log.debug("no model signature: %s", exc)
-        # Explicit requirements: MLflow's inference would re-import the model in a
-        # subprocess (seconds per model).
+    def log_model_files(
+        self, files: Mapping[str, bytes], name: str, registered_name: str | None = None
+    ) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
+            path = Path(tmp) / "model"
+            for rel, data in files.items():
+                target = path / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            self._log_prepared(path, name, registered_name)
+
+    def _log_prepared(self, path: Path, name: str, registered_name: str | None) -> None:
+        """Log the model saved in ``path`` (:func:`prepare_model`) to the active run as
+        MLflow's ``Model.log`` does: a logged model (named ``name``, the run's params) linked
+        to the run as an output with the run's metrics at step 0, its files (the saved ones,
+        their MLmodel written with the logged model's identity), READY, and registered as
+        ``registered_name`` when ``tracking.register`` is true. ``Model.log`` reads the run's
+        params and metrics back with a query per metric (the whole run, then each metric's
+        history: the validation curves, every earlier evaluation's values); from a database
+        store they are read here with one query each (:func:`run_params_and_step_metrics`)."""
+        import tempfile
+
+        import mlflow
+        from mlflow.entities import LoggedModelOutput, Metric
+        from mlflow.entities.run_outputs import RunOutputs
+        from mlflow.models import Model
+        from mlflow.tracking._model_registry import DEFAULT_AWAIT_MAX_SLEEP_SECONDS
+        from mlflow.tracking._model_registry.fluent import _register_model
+        from mlflow.tracking.fluent import _create_logged_model, _use_logged_model
+        from mlflow.utils.mlflow_tags import MLFLOW_MODEL_IS_EXTERNAL
+
         if not self.settings.register:
             registered_name = None
-        with self._store(f"logging the model {name!r} of run {self.run_id}"):
-            self._log_model(model, name, signature, X_example, registered_name)
-
-    def _log_model(
-        self,
-        model: Any,
-        name: str,
-        signature: Any,
-        X_example: Any = None,
-        registered_name: str | None = None,
-    ) -> None:
-        import mlflow.sklearn
-        from mlflow.models import Model
-
-        # mlflow.sklearn.log_model(...), without MLflow's check that the input example
-        # serves: it reloads the model just saved (skops) and predicts the example, a third
-        # of the call's time; this method predicted the same rows for the signature already
-        # (a model that cannot predict its example fails there). Everything logged is the
-        # same: the files of the model (the example included), its logged model, the link
-        # to the run's metrics, the registration.
-        Model.log(
-            artifact_path=None,
-            name=name,
-            flavor=_SKLEARN_FLAVOR,
-            flavor_name="mlflow.sklearn",
-            validate_serving_input=False,
-            sk_model=model,
-            serialization_format=mlflow.sklearn._get_default_serialization_format(),
-            signature=signature,
-            input_example=X_example,
-            pip_requirements=_requirements(),
-            skops_trusted_types=trusted_types(model),
-            registered_model_name=registered_name,
-        )
+        run_id = self.run_id
+        if run_id is None:
+            raise TrackingError("logging a model needs an active parent run")
+        with (
+            self._store(f"logging the model {name!r} of run {run_id}"),
+            tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp,
+        ):
+            params, metrics = run_params_and_step_metrics(self.client, run_id, step=0)
+            model = _create_logged_model(
+                name=name,
+                source_run_id=run_id,
+                params=params,
+                flavor="mlflow.sklearn",
+                serialization_format=mlflow.sklearn._get_default_serialization_format(),
+            )
+            local = os.path.join(tmp, "model")
+            with _use_logged_model(model=model):
+                output = LoggedModelOutput(model.model_id, step=0)
+                self.client.log_outputs(run_id=run_id, models=[output])
+                active = mlflow.active_run()
+                if active is not None and active.info.run_id == run_id:
+                    if active.outputs is None:
+                        active._outputs = RunOutputs(model_outputs=[output])
+                    else:
+                        active.outputs.model_outputs.append(output)
+                if metrics:
+                    linked = [
+                        Metric(m.key, m.value, m.timestamp, m.step, model_id=model.model_id)
+                        for m in metrics
+                    ]
+                    self.client.log_batch(run_id=run_id, metrics=linked)
+                mlflow_model = Model(
+                    artifact_path=model.artifact_location,
+                    model_uuid=model.model_id,
+                    run_id=run_id,
+                    model_id=model.model_id,
+                )
+                _copy_prepared_model(path=local, mlflow_model=mlflow_model, prepared=str(path))
+                self.client.log_model_artifacts(model.model_id, local)
+                if model.tags.get(MLFLOW_MODEL_IS_EXTERNAL, "false").lower() == "true":
+                    self.client.delete_logged_model_tag(model.model_id, MLFLOW_MODEL_IS_EXTERNAL)
+            if registered_name is not None:
+                _register_model(
+                    f"models:/{model.model_id}",
+                    registered_name,
+                    await_registration_for=DEFAULT_AWAIT_MAX_SLEEP_SECONDS,
+                    local_model_path=local,
+                )
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         with self._store(f"logging {artifact_file} to run {self.run_id}"):
@@ -912,16 +981,117 @@ def trusted_types(model: Any) -> list[str]:
     return [t for t in untrusted if t.startswith("projloss.")]
 
 
-def _save_sklearn_model(*, validate_serving_input: bool = True, **kwargs: Any) -> None:
-    """``mlflow.sklearn.save_model`` as ``Model.log`` calls a flavor's ``save_model``: with
-    every keyword of the log call, ``validate_serving_input`` (``Model.log``'s own) left out."""
+def run_params_and_step_metrics(
+    client: Any, run_id: str, step: int = 0
+) -> tuple[dict[str, str], list[Any]]:
+    """The params of run ``run_id`` and every value its metrics were logged with at
+    ``step`` (``mlflow.entities.Metric``, in each metric's history order), as MLflow's
+    ``Model.log`` reads them to copy them onto a logged model: from a database store in
+    one query each, else with the client (the run, then each metric's history)."""
+    from .mlflow_bulk import is_sql_store
+
+    store = client._tracking_client.store
+    if not is_sql_store(store):
+        run = client.get_run(run_id)
+        metrics = [
+            m
+            for key in run.data.metrics
+            for m in client.get_metric_history(run_id, key)
+            if m.step == step and m.model_id is None
+        ]
+        return {k: str(v) for k, v in run.data.params.items()}, metrics
+    from mlflow.store.tracking.dbmodels.models import SqlMetric, SqlParam
+
+    with store.ManagedSessionMaker() as session:
+        params = {p.key: str(p.value) for p in session.query(SqlParam).filter_by(run_uuid=run_id)}
+        rows = (
+            session.query(SqlMetric)
+            .filter_by(run_uuid=run_id, step=step)
+            .order_by(SqlMetric.key, SqlMetric.timestamp, SqlMetric.step, SqlMetric.value)
+        )
+        metrics = [row.to_mlflow_entity() for row in rows]
+    return params, metrics
+
+
+def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
+    """Save ``model`` to ``path`` (a new folder) as ``mlflow.sklearn.log_model`` would before
+    logging it: the skops file (this project's types trusted, :func:`trusted_types`), the
+    MLmodel with the signature inferred from ``X_example`` and its predictions, the input
+    example, the pinned requirements (:func:`_requirements`). The costly part of logging a
+    model (serializing it three times: to find its types, to save it, to check that it
+    loads), which a worker process can do (:class:`RecordingTracker`); the logged model's
+    identity is written by :meth:`MLflowTracker.log_model_files`."""
     import mlflow.sklearn
 
-    mlflow.sklearn.save_model(**kwargs)
+    signature = None
+    if X_example is not None:
+        try:
+            from mlflow.models import infer_signature
+
+            signature = infer_signature(X_example, model.predict(X_example))
+        except Exception as exc:  # a signature is a nicety
+            log.debug("no model signature: %s", exc)
+    # Explicit requirements: MLflow's inference would re-import the model in a subprocess
+    # (seconds per model); they are the installed versions (no check against them).
+    with _requirements_unchecked():
+        mlflow.sklearn.save_model(
+            sk_model=model,
+            path=str(path),
+            serialization_format=mlflow.sklearn._get_default_serialization_format(),
+            signature=signature,
+            input_example=X_example,
+            pip_requirements=_requirements(),
+            skops_trusted_types=trusted_types(model),
+        )
+    return path
 
 
-#: ``mlflow.sklearn`` as the flavor of ``mlflow.models.Model.log`` (its ``save_model``)
-_SKLEARN_FLAVOR = SimpleNamespace(__name__="mlflow.sklearn", save_model=_save_sklearn_model)
+@contextlib.contextmanager
+def _requirements_unchecked() -> Iterator[None]:
+    """Without MLflow's check of a model's requirements against the installed packages
+    (``warn_dependency_requirement_mismatches``, at every save): :func:`_requirements` are
+    the installed versions, read in this process, so it cannot find a mismatch, and it
+    cost a third of a small model's save and, the first time in a process, a scan of
+    every installed distribution (0.9 s: once in each evaluate worker)."""
+    import mlflow.utils.environment as environment
+
+    original = environment.warn_dependency_requirement_mismatches
+    environment.warn_dependency_requirement_mismatches = _pinned_here
+    try:
+        yield
+    finally:
+        environment.warn_dependency_requirement_mismatches = original
+
+
+def _pinned_here(requirements: Sequence[str]) -> None:
+    """The requirements check of :func:`_requirements_unchecked`: nothing to check."""
+
+
+#: the attributes of an MLmodel that name the logged model (the rest: the saved files')
+_MODEL_IDENTITY = frozenset(
+    {"artifact_path", "run_id", "model_uuid", "model_id", "utc_time_created"}
+)
+
+
+def _copy_prepared_model(*, path: str, mlflow_model: Any, prepared: str, **_kwargs: Any) -> None:
+    """The ``save_model`` of :data:`_PREPARED_FLAVOR`, as ``Model.log`` calls it: copy the
+    files :func:`prepare_model` saved to ``path`` and write their MLmodel with
+    ``mlflow_model``'s identity (logged model id, run, artifact location, creation time)."""
+    import shutil
+
+    from mlflow.models import Model
+
+    saved = Model.load(os.path.join(prepared, "MLmodel"))
+    shutil.copytree(prepared, path)
+    for key, value in vars(saved).items():
+        if key not in _MODEL_IDENTITY:
+            setattr(mlflow_model, key, value)
+    mlflow_model.save(os.path.join(path, "MLmodel"))
+
+
+#: ``mlflow.sklearn`` as the flavor of ``mlflow.models.Model.log`` for a model saved by
+#: :func:`prepare_model` (its ``save_model`` copies the files)
+_PREPARED_FLAVOR = SimpleNamespace(__name__="mlflow.sklearn", save_model=_copy_prepared_model)
 
 
 def _requirements() -> list[str]:

@@ -145,3 +145,62 @@ def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) ->
     ]
     for png, fig in zip(drawn, again, strict=True):
         assert png.startswith(PNG) and png == alone(fig)
+
+
+def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> None:
+    """An evaluate worker draws the soft-permutation heatmaps of every label-ranking run
+    with one figure per shape (:func:`pipeline.runs.figures.save_soft_permutations`: built
+    once, given each run's values): every PNG is the same bytes as the figure built anew
+    for it, whatever the values' range (the colorbar's ticks), the true entries or the
+    title, for permutation matrices and permutahedron vectors."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from pipeline.runs import figures
+    from projloss.target_losses import permutation_matrix
+
+    def alone(U, truth, title) -> bytes:
+        path = tmp_path / "alone.png"
+        fig = figures.soft_permutations(U, truth, title)
+        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
+        return path.read_bytes()
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for j, scale in enumerate((1.0, 3.0, 0.5)):
+        y = np.array([rng.permutation(4) for _ in range(3)])
+        cases.append((rng.random((3, 4, 4)) * scale, permutation_matrix(y), f"m{j}"))
+        cases.append((rng.random((2, 5)) * 4 * scale, None, f"v{j}"))
+    for U, truth, title in cases:
+        png = figures.save_soft_permutations(U, truth, title, tmp_path / "reused.png")
+        assert png.read_bytes().startswith(PNG) and png.read_bytes() == alone(U, truth, title)
+    assert len(figures._SOFT) >= 2  # one figure per shape, reused
+
+
+def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
+    tmp_path, monkeypatch
+) -> None:
+    """The evaluate stage draws a figure in memory before it forks its workers
+    (:func:`pipeline.runs.figures.warm_up`): a worker's first validation curve then builds
+    no math-text parser (the log axis's ``10^k`` labels: 0.6 s per process otherwise)."""
+    import matplotlib._mathtext
+    import matplotlib.mathtext
+
+    from pipeline.runs import figures
+
+    built: list[int] = []
+    init = matplotlib._mathtext.Parser.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(1)
+        return init(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib._mathtext.Parser, "__init__", counted)
+    for warm in (False, True):
+        monkeypatch.setattr(matplotlib.mathtext.MathTextParser, "_parser", None)
+        monkeypatch.setattr(figures, "_WARM", False)
+        monkeypatch.setattr(figures, "_RENDERERS", {})  # no text laid out before
+        if warm:
+            figures.warm_up()
+        built.clear()
+        figures.save(figures.validation_curve(_curve(0), "iris"), tmp_path / f"{warm}.png")
+        assert len(built) == (0 if warm else 1)
