@@ -216,8 +216,11 @@ def _cheap(ctx: Context, J: dict[str, Any]) -> tuple[list[list[str]], list[Check
             S = make(k)
             fs = {p.label: _jitted(J, p.make(J, k)) for p in peers[key]}
             for n in ns:
-                theta = np.random.default_rng([ctx.seed, k, n]).standard_normal((n, k))
-                xj = J["jnp"].asarray(theta)
+                rng = np.random.default_rng([ctx.seed, k, n])
+                xj = J["jnp"].asarray(rng.standard_normal((n, k)))
+                # projloss reads the peers' input buffer (a zero-copy view of the JAX array
+                # on the CPU): the same memory for every callable of the round
+                theta = np.asarray(xj)
                 ours = S.project(theta, geometry)
                 diff = {}
                 for p in peers[key]:

@@ -2,8 +2,13 @@
 
 :func:`compare` times several callables *interleaved*: each round runs every callable once
 (each batched into enough calls to last ``min_time``), so load changes hit all of them
-alike. The best round estimates the cost without interference (the figure reported),
-the median shows how noisy the run was. ``time.perf_counter`` throughout.
+alike. The order rotates from round to round: where a callable runs in the round decides
+the state of the caches it starts with (a memory-bound call that comes right after
+another has freed a buffer of its size gets that buffer back, still in cache: measured
+on the unit cube at n = 10^4, k = 100, 0.163 ms against 0.210 ms for the same
+``jnp.clip``), so no callable keeps the best or the worst place. The best round
+estimates the cost without interference (the figure reported), the median shows how
+noisy the run was. ``time.perf_counter`` throughout.
 """
 
 from __future__ import annotations
@@ -51,9 +56,12 @@ def compare(
     per_round = sum(number[n] * est[n] for n in fns)
     rounds = max(1, min(repeat, int(budget / max(per_round, 1e-9))))
     samples: dict[str, list[float]] = {n: [] for n in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            samples[name].append(_once(fn, number[name]))
+    names = list(fns)
+    for r in range(rounds):
+        # each round starts one callable later: every callable runs in every place of the
+        # round (after each of the others) as often as the others do
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            samples[name].append(_once(fns[name], number[name]))
     out = {}
     for name, xs in samples.items():
         xs = sorted(xs)
