@@ -185,7 +185,7 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
-    from .config.experiments import compose_runs, get_experiment
+    from .config.experiments import get_experiment, iter_compose_runs
     from .fileio import write_json
     from .runs import parallel
     from .runs.mlflow_view import cell_params, run_name
@@ -193,26 +193,42 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
 
     stage_data(params)  # the data directories dvc.yaml declares
     item = get_experiment(params, key)
-    runs = compose_runs(params, key)
-    typed = _typed(runs)  # all checked before any work
-    _tracking_settings(params, key)  # the settings too
+    _tracking_settings(params, key)  # the settings too, before any work
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
     n_jobs = _n_jobs(params)
     swept: dict[str, dict[str, Any]] = {}
-    # The workers start before the tracking store is opened (MLflow's import and schema
-    # check overlap their first fits), and each run is logged as its result comes, in
-    # order, while they go on with the next runs: what a run logs is recorded where it
-    # runs and replayed here, into its parent run (one writer to the store).
+    # The workers start on the first runs while the next ones are composed (and each run
+    # config is checked before its task starts), before the tracking store is opened
+    # (MLflow's import and schema check overlap their fits), and each run is logged as
+    # its result comes, in order, while they go on with the next runs: what a run logs is
+    # recorded where it runs and replayed here, into its parent run (one writer to the
+    # store).
+    runs: dict[str, dict[str, Any]] = {}
+    typed: dict[str, Any] = {}
+    keys: list[tuple[str, int]] = []
+    plain_tasks = parallel.TaskStream(parallel.tune_recorded_task, n_jobs)
+    split_tasks = parallel.TaskStream(parallel.tune_task, n_jobs)
+    try:
+        for rid, cfg in iter_compose_runs(params, key):
+            runs[rid] = cfg
+            run = typed[rid] = _typed({rid: cfg})[rid]
+            if run.splits is None:
+                plain_tasks.add(run)
+                continue
+            run_keys, tasks = parallel.sweep_tasks({rid: run}, lambda r, run_s, split: (run_s,))
+            keys.extend(run_keys)
+            for task in tasks:
+                split_tasks.add(*task)
+    except BaseException:  # a run that does not compose: the started fits are not needed
+        parallel.stop_workers()
+        raise
     plain = {rid: run for rid, run in typed.items() if run.splits is None}
     swept_runs = {rid: run for rid, run in typed.items() if run.splits is not None}
     if swept_runs:
         log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(swept_runs), n_jobs)
-        keys, split_tasks = parallel.sweep_tasks(swept_runs, lambda rid, run_s, split: (run_s,))
-        pending_splits = parallel.iter_tasks(parallel.tune_task, split_tasks, n_jobs)
+        pending_splits = split_tasks.results()
     log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
-    pending = parallel.iter_tasks(
-        parallel.tune_recorded_task, [(run,) for run in plain.values()], n_jobs
-    )
+    pending = plain_tasks.results()
     tracker = _tracker_or_stop(params, key)
     if swept_runs:
         swept = parallel.collect(swept_runs, keys, pending_splits)

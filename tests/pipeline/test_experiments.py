@@ -96,6 +96,30 @@ def test_composition_errors(params: dict) -> None:
         compose_runs(p, "t1-iris")
 
 
+def test_runs_are_yielded_as_they_are_composed(paper_params: dict) -> None:
+    """iter_compose_runs yields each run when it is composed (the tune stage starts its
+    fit then): the first before the last is composed, and the same runs in the same
+    order as compose_runs."""
+    from pipeline.config import experiments
+
+    calls = []
+    original = experiments._overrides_of
+
+    def counting(item, rid):
+        calls.append(rid)
+        return original(item, rid)
+
+    runs = experiments.iter_compose_runs(paper_params, "ml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(experiments, "_overrides_of", counting)
+        first = next(runs)
+        composed_before_first = len(calls)
+        rest = list(runs)
+    assert composed_before_first < len(calls)
+    assert dict([first, *rest]) == compose_runs(paper_params, "ml")
+    assert [rid for rid, _ in [first, *rest]] == list(compose_runs(paper_params, "ml"))
+
+
 def test_mirror_variable(params: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROJLOSS_MIRROR", "/mirror")
     assert data_node(params)["mirror"] == "/mirror"

@@ -203,6 +203,36 @@ def test_iter_tasks_starts_the_workers_before_the_first_result_is_asked(tmp_path
     assert not (tmp_path / "lazy").exists() and list(lazy) == [tmp_path / "lazy"]
 
 
+def test_task_stream_starts_each_task_when_it_is_given(tmp_path) -> None:
+    """The tune stage gives its runs to the workers as it composes them: a task starts
+    before the next one is given and before any result is asked; a single task runs in
+    this process, when its result is asked (as iter_tasks); results come in order."""
+    import shutil
+    import time
+
+    src = tmp_path / "src"
+    src.write_text("x")
+    stream = splits.TaskStream(shutil.copyfile, n_jobs=2)
+    stream.add(src, tmp_path / "t0")
+    assert len(stream) == 1 and not (tmp_path / "t0").exists()  # held: maybe the only one
+    stream.add(src, tmp_path / "t1")
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "t0").exists() or not (tmp_path / "t1").exists():
+        assert time.monotonic() < deadline, "the given tasks did not start"
+        time.sleep(0.05)
+    stream.add(src, tmp_path / "t2")
+    assert list(stream.results()) == [tmp_path / f"t{i}" for i in range(3)]
+    single = splits.TaskStream(shutil.copyfile, n_jobs=2)
+    single.add(src, tmp_path / "alone")
+    results = single.results()
+    assert not (tmp_path / "alone").exists() and list(results) == [tmp_path / "alone"]
+    serial = splits.TaskStream(shutil.copyfile, n_jobs=1)
+    serial.add(src, tmp_path / "s0")
+    serial.add(src, tmp_path / "s1")
+    assert not (tmp_path / "s0").exists()  # n_jobs=1: each when its result is asked
+    assert list(serial.results()) == [tmp_path / "s0", tmp_path / "s1"]
+
+
 def test_workers_are_forked_and_stopped_on_an_error() -> None:
     """Local workers are forked from the stage's process (what it imported is there, no
     imports to pay again); a failing task's error reaches the caller, and the other tasks

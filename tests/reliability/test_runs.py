@@ -417,3 +417,39 @@ def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) 
     assert f"{uri} is unreachable" in one_error_line(done.stdout + done.stderr)
     assert seconds < 90, f"the stage waited for its workers ({seconds:.0f} s)"
     assert not (root / "data" / "tuning" / "smoke-birkhoff.json").exists()
+
+
+@pytest.mark.slow
+def test_a_run_that_does_not_compose_stops_the_fits_already_started(iris, tmp_path: Path) -> None:
+    """The tune stage gives each run to its workers as soon as it is composed: a later run
+    that does not compose is one error line at once, naming the experiment and the run,
+    the workers stopped with the fits of the runs before it (long grids), nothing
+    written."""
+    import time
+
+    import yaml
+
+    (tmp_path / "project").mkdir()
+    root = _stage_project(tmp_path / "project", iris)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["experiments"]["smoke-birkhoff"]["runs"].update(
+        {"reals-birkhoff": ["set=reals", "decoder=birkhoff"], "typo": ["set=no_such_set"]}
+    )
+    params["n_jobs"] = 2
+    params["lambdas"]["num"] = 20000
+    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.stage", "tune", "smoke-birkhoff"],
+        cwd=root,
+        env=env(PROJLOSS_ROOT=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seconds = time.monotonic() - start
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = one_error_line(done.stdout + done.stderr)
+    assert "'smoke-birkhoff'" in line and "'typo'" in line and "cannot compose" in line
+    assert seconds < 90, f"the stage waited for its workers ({seconds:.0f} s)"
+    assert not (root / "data" / "tuning" / "smoke-birkhoff.json").exists()

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,15 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
     """Run id -> the run's config (plain, resolved, without ``experiments``).
 
     With ``datasets``, every run on every dataset (ids ``<dataset>/<run>``); with
-    ``splits``, each config carries the split indices of its dataset as ``splits``."""
+    ``splits``, each config carries the split indices of its dataset as ``splits``
+    (:func:`iter_compose_runs`, all at once)."""
+    return dict(iter_compose_runs(params, key))
+
+
+def iter_compose_runs(params: Mapping[str, Any], key: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``(run id, config)`` items of :func:`compose_runs`, each yielded as soon as it
+    is composed (a composition costs 0.05-0.15 s of Hydra: the tune stage's workers start
+    on the first runs while the next ones are composed)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -217,27 +225,8 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
 
     item = get_experiment(params, key)
     parser = OverridesParser.create()
-    composed: dict[str, dict[str, Any]] = {}
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
 
-        def compose_one(rid: str, overrides: list[str]) -> dict[str, Any]:
-            try:
-                # ~experiments: the experiment list is not part of a run (and not parsing
-                # it again for every run saves time)
-                cfg = compose("config", overrides=[*overrides, "~experiments"])
-            except HydraException as exc:
-                raise CompositionError(
-                    f"experiment {key!r}, run {rid!r}: cannot compose {overrides}: {exc}"
-                ) from None
-            return OmegaConf.to_container(cfg, resolve=True)
-
-        if item["datasets"] is None:
-            for rid, extra in item["runs"].items():
-                composed[rid] = compose_one(rid, [*item["overrides"], *extra])
-        else:
-            composed = _compose_datasets(item, compose_one)
-    out: dict[str, dict[str, Any]] = {}
-    for rid, plain in composed.items():
+    def finish(rid: str, plain: dict[str, Any]) -> dict[str, Any]:
         overrides = _overrides_of(item, rid)
         plain.pop("experiments", None)
         plain.pop("report", None)  # where the list's report goes: not part of a run
@@ -254,8 +243,30 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
         _check_dataset(plain, item, key, rid)
         if item["splits"] is not None:
             plain["splits"] = _split_list(plain, item["splits"], key, rid)
-        out[rid] = plain
-    return out
+        return plain
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+
+        def compose_one(rid: str, overrides: list[str]) -> dict[str, Any]:
+            try:
+                # ~experiments: the experiment list is not part of a run (and not parsing
+                # it again for every run saves time)
+                cfg = compose("config", overrides=[*overrides, "~experiments"])
+            except HydraException as exc:
+                raise CompositionError(
+                    f"experiment {key!r}, run {rid!r}: cannot compose {overrides}: {exc}"
+                ) from None
+            return OmegaConf.to_container(cfg, resolve=True)
+
+        if item["datasets"] is None:
+            composed: Iterator[tuple[str, dict[str, Any]]] = (
+                (rid, compose_one(rid, [*item["overrides"], *extra]))
+                for rid, extra in item["runs"].items()
+            )
+        else:
+            composed = _compose_datasets(item, compose_one)
+        for rid, plain in composed:
+            yield rid, finish(rid, plain)
 
 
 def _overrides_of(item: Mapping[str, Any], rid: str) -> list[str]:
@@ -266,8 +277,10 @@ def _overrides_of(item: Mapping[str, Any], rid: str) -> list[str]:
     return [*item["overrides"], f"dataset={dataset}", *item["runs"][run]]
 
 
-def _compose_datasets(item: Mapping[str, Any], compose_one: Any) -> dict[str, dict[str, Any]]:
-    """Each run on each of ``item["datasets"]`` (ids ``<dataset>/<run>``).
+def _compose_datasets(
+    item: Mapping[str, Any], compose_one: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each run on each of ``item["datasets"]`` (ids ``<dataset>/<run>``), in order.
 
     Composing costs a few tenths of a second (Hydra parses every config file again; the
     ordinal registry files are long), so each run is composed on two datasets only: when
@@ -276,21 +289,20 @@ def _compose_datasets(item: Mapping[str, Any], compose_one: Any) -> dict[str, di
     ``dataset`` node (:func:`dataset_node`); otherwise every dataset is composed.
     """
     names = item["datasets"]
-    out: dict[str, dict[str, Any]] = {}
     for run in item["runs"]:
         first = compose_one(f"{names[0]}/{run}", _overrides_of(item, f"{names[0]}/{run}"))
-        out[f"{names[0]}/{run}"] = first
+        yield f"{names[0]}/{run}", copy.deepcopy(first)
         swap = len(names) > 1
         for i, name in enumerate(names[1:], 1):
             rid = f"{name}/{run}"
             if swap and i > 1:
-                out[rid] = {**copy.deepcopy(first), "dataset": dataset_node(name)}
+                yield rid, {**copy.deepcopy(first), "dataset": dataset_node(name)}
                 continue
-            out[rid] = compose_one(rid, _overrides_of(item, rid))
+            composed = compose_one(rid, _overrides_of(item, rid))
             if i == 1:
                 reused = {**copy.deepcopy(first), "dataset": dataset_node(name)}
-                swap = reused == out[rid]
-    return out
+                swap = reused == composed
+            yield rid, composed
 
 
 def dataset_node(name: str) -> dict[str, Any]:

@@ -144,6 +144,56 @@ def iter_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) 
     return _in_order(executor, [executor.submit(fn, *t) for t in tasks])
 
 
+class TaskStream:
+    """The tasks ``fn(*task)`` given one at a time (:meth:`add`) while the caller
+    prepares the next ones, and their results in order (:meth:`results`).
+
+    As :func:`iter_tasks` on the whole list, but local workers (:func:`pool`) start on
+    the first tasks at once: the tune stage composes an experiment's runs (Hydra: 0.05-0.15
+    s each, 7 s in ``make repro``) while the workers fit the first ones. With one task in
+    all, ``n_jobs == 1`` or a Ray cluster, the tasks run as :func:`iter_tasks` runs them,
+    from :meth:`results`. A caller that fails before asking for the results stops the
+    workers (:func:`stop_workers`).
+
+    Examples
+    --------
+    >>> stream = TaskStream(pow, n_jobs=1)
+    >>> stream.add(2, 3)
+    >>> stream.add(3, 2)
+    >>> list(stream.results())
+    [8, 9]
+    """
+
+    def __init__(self, fn: Callable[..., Any], n_jobs: int = 1) -> None:
+        from ..cluster.joblib_backend import ray_address
+
+        self.fn = fn
+        self.n_jobs = n_jobs
+        self._tasks: list[tuple] = []
+        self._futures: list[Any] = []
+        self._local_pool = n_jobs != 1 and ray_address() is None
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def add(self, *task: Any) -> None:
+        """Give the next task; submitted to the workers from the second task on (a
+        single task runs in this process)."""
+        self._tasks.append(task)
+        if not self._local_pool or len(self._tasks) < 2:
+            return
+        executor = pool(self.n_jobs)
+        for queued in self._tasks[len(self._futures) :]:
+            self._futures.append(executor.submit(self.fn, *queued))
+
+    def results(self) -> Iterator[Any]:
+        """The tasks' results, in order (the other tasks cancelled and the workers
+        stopped on an error)."""
+        if not self._futures:
+            return iter_tasks(self.fn, self._tasks, self.n_jobs)
+        return _in_order(pool(self.n_jobs), self._futures)
+
+
 #: the worker processes of this process (:func:`pool`), and how many
 _POOL: Any = None
 _POOL_SIZE = 0
