@@ -177,9 +177,7 @@ def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> Non
     runs = [client.get_run(r) for r in (batched, separate)]
     assert runs[0].data.metrics == runs[1].data.metrics
     assert runs[0].data.params == runs[1].data.params == {"lambda.mae": "0.1", "n": "3"}
-    user_tags = [
-        {k: v for k, v in r.data.tags.items() if k != "mlflow.runName"} for r in runs
-    ]
+    user_tags = [{k: v for k, v in r.data.tags.items() if k != "mlflow.runName"} for r in runs]
     assert user_tags[0] == user_tags[1] and user_tags[0]["structure"] == "flagged"
     assert user_tags[0]["mlflow.note.content"] == "a note"
     assert "bad" not in runs[0].data.metrics
@@ -235,7 +233,13 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     cfg = run_config(prepared, [])
     data = load_prepared("iris", cfg)
     comp = Composition(
-        "label_ranking", "iris", "birkhoff", "euclidean", "birkhoff", "linear", "projection",
+        "label_ranking",
+        "iris",
+        "birkhoff",
+        "euclidean",
+        "birkhoff",
+        "linear",
+        "projection",
         "hamming",
     )
     estimator = make_estimator(comp, alpha=1.0).fit(*data.train)
@@ -454,3 +458,31 @@ def test_a_saved_model_skips_mlflows_requirements_check(
     assert calls == [["x"]]  # restored
     reqs = (path / "requirements.txt").read_text().split()
     assert set(_requirements()) <= set(reqs)
+
+
+def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
+    """The run configs are logged with libyaml's emitter: the same config.yaml as
+    ``mlflow.log_dict`` (PyYAML's pure-Python emitter), for every run of the paper's
+    experiments (long registry nodes, floats, nested lists, None, booleans)."""
+    import yaml
+
+    from pipeline.config.experiments import compose_runs
+    from pipeline.params import compose_params
+    from pipeline.runs.tracking import dict_text
+
+    if not yaml.__with_libyaml__:
+        pytest.skip("PyYAML without libyaml: mlflow.log_dict is used as is")
+    params = yaml.safe_load(compose_params([]))
+    configs = [cfg for key in ("ord", "ml", "lr") for cfg in compose_runs(params, key).values()]
+    odd = {"b": None, "a": [True, 1e-300, float("inf"), "", "x: y", {"z": []}], "c": {}}
+    for cfg in [*configs, odd]:
+        assert dict_text(cfg, "config.yaml") == yaml.dump(cfg, indent=2, default_flow_style=False)
+    assert dict_text(odd, "config.json") is None
+
+    tracker = MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+    with tracker.parent_run(task="t", name="r") as run_id:
+        tracker.log_dict(configs[0], "config.yaml")
+    import mlflow
+
+    text = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="config.yaml"))
+    assert yaml.safe_load(text.read_text()) == configs[0]
