@@ -14,7 +14,6 @@ times vary more with the load of the machine. (This section replaces the former
 
 from __future__ import annotations
 
-import time
 from functools import partial
 
 import numpy as np
@@ -25,19 +24,11 @@ from projloss.sets._birkhoff_solvers import solve
 from . import baselines as bl
 from .registry import Check, Context, SectionResult, section
 from .report import table
+from .timing import best_of
 
 GOALS = {"euclidean": 20.0, "kl": 50.0}
 #: POT's stopThr values: smooth_ot_semi_dual reaches marginals to ~1e-6 only near 1e-15.
 POT_STOPS = {"euclidean": (1e-9, 1e-14, 1e-15), "kl": (1e-6, 1e-9)}
-
-
-def _best(fn, repeat: int) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 @section("birkhoff", "Birkhoff polytope vs POT", order=40)
@@ -52,18 +43,18 @@ def run(ctx: Context) -> SectionResult:
     for geometry in ("euclidean", "kl"):
         ours = []
         for tol in (1e-6, 1e-9):
-            t, (P, _, info) = _best(partial(solve, theta, geometry, tol, 200), repeat)
+            t, (P, _, info) = best_of(partial(solve, theta, geometry, tol, 200), repeat)
             viol = bl.marginal_violation(P)
             ours.append((f"projloss batched, tol={tol:g}", t, viol, info.n_iter))
         _, alpha, _ = solve(theta, geometry, 1e-9, 200)
-        t, (P, _, info) = _best(partial(solve, nearby, geometry, 1e-9, 200, init=alpha), repeat)
+        t, (P, _, info) = best_of(partial(solve, nearby, geometry, 1e-9, 200, init=alpha), repeat)
         viol = bl.marginal_violation(P)
         ours.append(("projloss batched, tol=1e-9, warm start", t, viol, info.n_iter))
-        t, P = _best(partial(Birkhoff(tol=1e-6).project, theta, geometry), repeat)
+        t, P = best_of(partial(Birkhoff(tol=1e-6).project, theta, geometry), repeat)
         ours.append(("projloss `Birkhoff(tol=1e-6).project`", t, bl.marginal_violation(P), None))
         theirs = []
         for stop in POT_STOPS[geometry]:
-            t, P = _best(partial(bl.pot_birkhoff, theta, geometry, stop), 1)
+            t, P = best_of(partial(bl.pot_birkhoff, theta, geometry, stop), 1)
             name = "smooth_ot_semi_dual l2" if geometry == "euclidean" else "sinkhorn_log"
             viol = bl.marginal_violation(P)
             theirs.append((f"POT {name} per sample, stopThr={stop:g}", t, viol, None))

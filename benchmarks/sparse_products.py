@@ -17,14 +17,7 @@ import time
 
 import numpy as np
 
-
-def _best(fn, repeat: int = 5) -> tuple[float, np.ndarray]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
+from .timing import best_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| product | scipy (s) | compiled (s) | speed-up | max rel. difference |")
         print("| --- | ---: | ---: | ---: | ---: |")
         for name, scipy_fn, kernel_fn in rows:
-            a, ref = _best(scipy_fn)
-            b, out = _best(kernel_fn)
+            a, ref = best_of(scipy_fn, 5, clock=time.process_time)
+            b, out = best_of(kernel_fn, 5, clock=time.process_time)
             diff = float(np.abs(out - ref).max() / max(float(np.abs(ref).max()), 1e-300))
             print(f"| {name} | {a:.3f} | {b:.3f} | {a / b:.2f}x | {diff:.1e} |")
     return 0
