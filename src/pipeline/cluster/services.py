@@ -11,7 +11,8 @@ child (no daemon: PostgreSQL runs as ``postgres``, not ``pg_ctl start``) that ge
 when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``), and a *watcher* (:data:`WATCHER`,
 a few lines of Python asleep in its own session, also bound to the parent) then stops the
 service's whole process group (its stop signal, SIGKILL after a grace period: the workers
-of ``mlflow server``'s uvicorn, which the ``mlflow`` command does not stop) and removes its
+of ``mlflow server``'s uvicorn, which the ``mlflow`` command does not stop; PostgreSQL's
+backends, each in a session of its own, end with their postmaster) and removes its
 temporary directory. The signal comes when the *thread* that started the service ends:
 start services from a thread that outlives them (the main thread).
 
