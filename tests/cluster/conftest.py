@@ -6,7 +6,7 @@
 - ``iris_data``: iris fetched from the mirror and prepared in a temporary directory.
 
 One of each per test session (per xdist worker: the cluster tests share one worker, their
-``xdist_group``, with ``--dist loadgroup``). A missing binary (PostgreSQL's initdb/pg_ctl,
+``xdist_group``, with ``--dist loadgroup``). A missing binary (PostgreSQL's initdb/postgres,
 a launcher plugin) skips with the reason.
 """
 
@@ -51,7 +51,7 @@ def iris_data(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 @pytest.fixture(scope="session")
 def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[services.MlflowServer]:
     if services.pg_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        pytest.skip("PostgreSQL server binaries (initdb, postgres) are not installed")
     with (
         services.postgres() as db,
         services.mlflow_server(db, tmp_path_factory.mktemp("mlflow")) as server,

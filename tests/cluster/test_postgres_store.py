@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 @pytest.fixture(scope="module")
 def postgres_uri() -> Iterator[str]:
     if services.pg_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        pytest.skip("PostgreSQL server binaries (initdb, postgres) are not installed")
     with services.postgres() as uri:
         yield uri
 

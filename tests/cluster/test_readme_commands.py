@@ -39,3 +39,14 @@ def test_readme_runs_the_tested_commands() -> None:
     ]  # fmt: skip
     for cmd in expected:
         assert cmd in readme, f"not in the README's Scaling out section: {shlex.join(cmd)}"
+
+
+def test_the_tests_postgres_is_the_readmes_pg_ctl_start() -> None:
+    """The helper runs the server of the README's ``pg_ctl ... start`` line in the
+    foreground (a child that dies with the test run, not a daemon): the same data directory
+    and options."""
+    start = next(cmd for cmd in _commands() if cmd[:1] == ["pg_ctl"] and "start" in cmd)
+    assert services.postgres_server_command(start) == [
+        "postgres", "-D", "$D/data", "-p", "5432", "-k", "$D",
+        "-c", "listen_addresses=127.0.0.1",
+    ]  # fmt: skip

@@ -120,6 +120,8 @@ TESTED: dict[str, tuple[str, ...]] = {
     "initdb -D $D/data -A trust -U postgres": (CLUSTER + "test_services_are_stopped_by_pid",),
     'pg_ctl -D $D/data -l $D/log -w start -o "-p 5432 -k $D -c listen_addresses=127.0.0.1"': (
         CLUSTER + "test_services_are_stopped_by_pid",
+        # the tests run its server in the foreground (postgres, the same options)
+        "tests/cluster/test_readme_commands.py::test_the_tests_postgres_is_the_readmes_pg_ctl_start",
     ),
     'psql -h 127.0.0.1 -p 5432 -U postgres -c "create database mlflow"': (
         CLUSTER + "test_services_are_stopped_by_pid",

@@ -5,6 +5,17 @@ shows (render it with ``"$PORT"``-style strings to get the README text); each co
 manager runs it on 127.0.0.1 with free ports, waits until it answers and stops it **by
 PID** on exit, even when the body raised (tests and benchmarks use them).
 
+**Dying with the process that started them.** A teardown does not run when that process
+is killed (``kill -9``, a CI timeout, Ctrl-C twice): every service is therefore a direct
+child (no daemon: PostgreSQL runs as ``postgres``, not ``pg_ctl start``) that gets a signal
+when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``), and a *watcher* (:data:`WATCHER`,
+a few lines of Python asleep in its own session, also bound to the parent) then stops the
+service's whole process group (its stop signal, SIGKILL after a grace period: the workers
+of ``mlflow server``'s uvicorn, which the ``mlflow`` command does not stop; PostgreSQL's
+backends, each in a session of its own, end with their postmaster) and removes its
+temporary directory. The signal comes when the *thread* that started the service ends:
+start services from a thread that outlives them (the main thread).
+
 Examples
 --------
 >>> " ".join(mlflow_server_command("$MLFLOW_PORT", "$DB_URI", "$ARTIFACTS"))
@@ -15,7 +26,10 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import pwd
+import shlex
 import shutil
 import signal
 import socket
@@ -28,9 +42,66 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: the unprivileged user that runs PostgreSQL when we are root (it refuses root)
 PG_USER = "pgtest"
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+#: The watcher of a service (``python -c WATCHER PGID PARENT SIGNAL GRACE [DIR]``): when its
+#: parent dies (its parent-death signal, or the parent already gone) it sends SIGNAL to the
+#: process group PGID, SIGKILL after GRACE seconds if some process of it still runs (zombies
+#: do not: their new parent reaps them when it gets to it), and removes DIR. It exits when
+#: the group is gone while the parent lives (checked every second: a PGID is not reused
+#: while one of its processes, zombies included, exists).
+WATCHER = """
+import os, shutil, signal, sys, time
+pgid, parent, stop = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+grace, remove = float(sys.argv[4]), sys.argv[5:]
+def running():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                state, _, group = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+def signal_group(signum):
+    try:
+        os.killpg(pgid, signum)
+    except OSError:
+        pass
+def reap(*_):
+    signal_group(stop)
+    for signum in (signal.SIGKILL, None):
+        deadline = time.monotonic() + grace
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if signum is not None and running():
+            signal_group(signum)
+    for path in remove:
+        shutil.rmtree(path, ignore_errors=True)
+    os._exit(0)
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, reap)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked until now
+while os.getppid() == parent:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        os._exit(0)
+    except OSError:
+        pass
+    time.sleep(1.0)
+reap()
+"""
 
 
 class ServiceError(RuntimeError):
@@ -59,11 +130,14 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 @dataclass
 class Process:
-    """A service process started in its own session (process group = its PID)."""
+    """A service process started in its own session (process group = its PID), stopped by
+    ``stop_signal``; ``watcher`` stops it when the process that started it dies."""
 
     name: str
     proc: subprocess.Popen[bytes]
     log: Path
+    stop_signal: int = signal.SIGTERM
+    watcher: subprocess.Popen[bytes] | None = None
 
     @property
     def pid(self) -> int:
@@ -85,11 +159,11 @@ class Process:
             time.sleep(0.2)
 
     def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM to the PID, then SIGKILL to its process group (which we created) after
-        ``timeout`` seconds or when children are left."""
+        """``stop_signal`` (SIGTERM) to the PID, then SIGKILL to its process group (which we
+        created) after ``timeout`` seconds or when children are left; then the watcher."""
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGTERM)
+                os.kill(self.pid, self.stop_signal)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -98,10 +172,58 @@ class Process:
             os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
+        if self.watcher is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.watcher.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watcher.wait(5)
 
 
-def start(name: str, cmd: list[str], log: Path, env: dict[str, str] | None = None) -> Process:
-    """Start ``cmd`` in a new session, stdout and stderr to ``log``."""
+def _parent_death_signal(signum: int, watcher: bool = False) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that gives the child ``signum`` when this thread ends (the process
+    killed included: ``prctl(PR_SET_PDEATHSIG)``, Linux); a service whose parent died
+    already exits at once, the watcher (which checks its parent itself) gets ``signum``
+    blocked until its handlers are in place. None where there is no ``prctl``. Popen runs
+    it after the switch of user (which would clear it)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        if watcher:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if not watcher and os.getppid() != parent:  # died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def _user(name: str | None) -> dict[str, Any]:
+    """Popen's arguments that run the child as ``name`` (when we are root)."""
+    if name is None or os.geteuid() != 0:
+        return {}
+    entry = pwd.getpwnam(name)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def start(
+    name: str,
+    cmd: list[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    *,
+    stop_signal: int = signal.SIGTERM,
+    user: str | None = None,
+    cwd: Path | None = None,
+    remove: Path | None = None,
+    grace: float = 5.0,
+) -> Process:
+    """Start ``cmd`` in a new session (as ``user`` when we are root), stdout and stderr to
+    ``log``, and its watcher: when this process dies, ``stop_signal`` goes to the service
+    and to its process group, SIGKILL ``grace`` seconds later, and ``remove`` is removed."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -111,8 +233,18 @@ def start(name: str, cmd: list[str], log: Path, env: dict[str, str] | None = Non
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            cwd=cwd,
+            preexec_fn=_parent_death_signal(stop_signal),
+            **_user(user),
         )
-    return Process(name, proc, log)
+    args = [str(proc.pid), str(os.getpid()), str(int(stop_signal)), str(grace)]
+    watcher = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", WATCHER, *args, *([str(remove)] if remove else [])],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_parent_death_signal(signal.SIGTERM, watcher=True),
+    )
+    return Process(name, proc, log, stop_signal, watcher)
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------
@@ -155,38 +287,66 @@ def pg_bindir() -> Path | None:
     return None
 
 
+def postgres_server_command(pg_ctl: list[str]) -> list[str]:
+    """The server of the README's ``pg_ctl ... start`` as a foreground process (``postgres
+    -D DATA`` and the options of ``-o``): the tests' child, stopped with the process that
+    started it (``pg_ctl`` would daemonize it: it would outlive a killed test run).
+
+    Examples
+    --------
+    >>> start = postgres_commands("$D/data", 5432, "$D", "$D/log")[1]
+    >>> " ".join(postgres_server_command(start))
+    'postgres -D $D/data -p 5432 -k $D -c listen_addresses=127.0.0.1'
+    """
+    data = pg_ctl[pg_ctl.index("-D") + 1]
+    return ["postgres", "-D", data, *shlex.split(pg_ctl[pg_ctl.index("-o") + 1])]
+
+
+def _pg_ready(port: int) -> bool:
+    """Whether the server on ``port`` of 127.0.0.1 accepts connections (``pg_isready``, else
+    ``psql -c 'select 1'``)."""
+    where = ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+    probe = shutil.which("pg_isready")
+    cmd = [probe, "-q", *where] if probe else ["psql", *where, "-c", "select 1"]
+    return subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+
+
 @contextlib.contextmanager
 def postgres(timeout: float = 60.0) -> Iterator[str]:
     """A throwaway PostgreSQL cluster on a free port of 127.0.0.1 with a database
-    ``mlflow``; yields its URI. Stopped (``pg_ctl stop``, then the postmaster's PID) and
-    removed on exit."""
+    ``mlflow``; yields its URI. The server is a child of this process (fast shutdown,
+    SIGINT, by PID on exit; it and its directory go with this process if it is killed:
+    :func:`start`), removed on exit."""
     bindir = pg_bindir()
     if bindir is None:
-        raise ServiceError("PostgreSQL server binaries (initdb, pg_ctl) not found")
+        raise ServiceError("PostgreSQL server binaries (initdb, postgres) not found")
     root = Path(tempfile.mkdtemp(prefix="pg", dir="/tmp"))  # short: socket path limit
+    user = None
     if os.geteuid() == 0:
         _as_pg_user(["true"])  # creates the user
         shutil.chown(root, user=PG_USER)
+        user = PG_USER
     data, port = root / "data", free_port()
     initdb, pg_ctl, psql = postgres_commands(str(data), port, str(root), str(root / "log"))
-    initdb[0], pg_ctl[0] = str(bindir / "initdb"), str(bindir / "pg_ctl")
-    stop = [pg_ctl[0], "-D", str(data), "-m", "fast", "-w", "stop"]
+    initdb[0] = str(bindir / "initdb")
+    server = postgres_server_command(pg_ctl)
+    server[0] = str(bindir / "postgres")
+    process = None
     try:
-        for cmd in (initdb, pg_ctl):
-            done = subprocess.run(_as_pg_user(cmd), capture_output=True, text=True, timeout=timeout)
-            if done.returncode != 0:
-                raise ServiceError(f"{cmd[0]} failed:\n{done.stdout}{done.stderr}")
+        done = subprocess.run(_as_pg_user(initdb), capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise ServiceError(f"initdb failed:\n{done.stdout}{done.stderr}")
+        process = start(
+            "postgres", server, root / "log",
+            stop_signal=signal.SIGINT, user=user, cwd=root, remove=root,
+        )  # fmt: skip
+        process.wait_until(lambda: _pg_ready(port), timeout)
         subprocess.run(psql, capture_output=True, text=True, timeout=timeout, check=True)
         # the driver named: SQLAlchemy 2.1 defaults postgresql:// to psycopg 3
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/mlflow"
     finally:
-        pid_file = data / "postmaster.pid"
-        pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
-        with contextlib.suppress(Exception):
-            subprocess.run(_as_pg_user(stop), capture_output=True, timeout=30)
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)  # only if pg_ctl stop did not
+        if process is not None:
+            process.stop(timeout=30)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -331,7 +491,7 @@ def ray_head(num_cpus: int = 2, timeout: float = 90.0) -> Iterator[RayHead]:
     cmd = ray_head_command(port, num_cpus, extra=extra)
     cmd[0] = _exe("ray")
     log = temp / "head.log"
-    process = start("ray head", cmd, log, env={"RAY_USAGE_STATS_ENABLED": "0"})
+    process = start("ray head", cmd, log, env={"RAY_USAGE_STATS_ENABLED": "0"}, remove=temp)
     try:
         process.wait_until(lambda: "Ray runtime started" in _tail(log, 200), timeout)
         yield RayHead(f"127.0.0.1:{port}", process, temp)
