@@ -156,7 +156,6 @@ def newton_applicable(
 def newton_first_pays(
     F: Any,
     projection_set: ConvexSet,
-    p: int,
     fit_intercept: bool,
     penalize_intercept: bool,
     geometry: str,
@@ -409,7 +408,7 @@ def fit_projection_model(
     first = None  # a Newton-first attempt
     if newton_first is None:
         newton_first = newton_first_pays(
-            F, projection_set, p, fit_intercept, penalize_intercept, geometry, cold
+            F, projection_set, fit_intercept, penalize_intercept, geometry, cold
         )
     if solver == "lbfgs" and finish and every_penalized and newton_first:
         start, continuation = B0, cold  # from 0: along a continuation path in alpha
