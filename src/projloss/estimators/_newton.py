@@ -311,6 +311,25 @@ def sparse_blocks_fit(m: int, p: int) -> bool:
     return m <= MAX_SPARSE_BLOCK and p * m * m <= MAX_BLOCK_ENTRIES
 
 
+def jacobian_layout(
+    J: NDArray | DiagonalMinusRankOne,
+) -> tuple[int, NDArray[np.float64] | None, NDArray[np.float64] | None, int]:
+    r"""``(p, d, v, blocks)`` of the three layouts of :meth:`_BasisProblem.jacobians`:
+    :math:`J_i = \mathrm{diag}(d_i) - \sum_r v_{ir} v_{ir}^\top` over ``blocks`` blocks of
+    the ``p`` outputs (:class:`DiagonalMinusRankOne`), diagonals ``(n, p)`` (``v`` ``None``)
+    or ``(n, p, p)`` matrices (``d`` and ``v`` ``None``); the arrays themselves, no copy.
+
+    Examples
+    --------
+    >>> p, d, v, blocks = jacobian_layout(np.ones((5, 3)))
+    >>> p, d.shape, v, blocks
+    (3, (5, 3), None, 1)
+    """
+    if isinstance(J, DiagonalMinusRankOne):
+        return J.d.shape[1], J.d, J.v, J.blocks
+    return J.shape[1], (J if J.ndim == 2 else None), None, 1
+
+
 def output_diagonals(J: NDArray | DiagonalMinusRankOne) -> NDArray[np.float64]:
     r"""The diagonals :math:`(J_i)_{aa}`, ``(n, p)``, of Jacobians given as diagonals
     ``(n, p)``, :class:`DiagonalMinusRankOne` (:math:`d_{ia} - v_{ia}^2`) or ``(n, p, p)``
@@ -729,12 +748,7 @@ class _BasisProblem:
         Q, C = self.coarse_basis()
         jacobi = self.jacobi_preconditioner(J)
         n, r = C.shape
-        if isinstance(J, DiagonalMinusRankOne):
-            p = J.d.shape[1]
-            diag, v, blocks = J.d, J.v, J.blocks
-        else:
-            p = J.shape[1]
-            diag, v, blocks = (J, None, 1) if J.ndim == 2 else (None, None, 1)
+        p, diag, v, blocks = jacobian_layout(J)
         if diag is not None:
             E = np.zeros((p, r, p, r))
             for a in range(p):  # no (n, p, r, r) intermediate (258 MB at tmc2007's shape)
@@ -799,8 +813,7 @@ class _BasisProblem:
         """Whether the per-output blocks of :meth:`output_preconditioner` fit for sparse
         features: at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES`
         entries in the ``p`` blocks (else the Jacobi preconditioner)."""
-        p = J.d.shape[1] if isinstance(J, DiagonalMinusRankOne) else J.shape[1]
-        return sparse_blocks_fit(self.m, p)
+        return sparse_blocks_fit(self.m, jacobian_layout(J)[0])
 
     def weighted_gram(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`\tilde G^\top \mathrm{diag}(w) \tilde G`, ``(m, m)`` dense, for
