@@ -84,7 +84,7 @@ from ..sets.reals import Reals
 from ..sets.row_simplex import RowSimplex
 from ..sets.simplex import Simplex
 from ..sets.unit_cube import UnitCube
-from ._sparse_gram import pair_gram
+from ._sparse_gram import PairGram, pair_gram
 from ._sparse_products import csr_matmul, csr_t_matmul
 
 #: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
@@ -213,39 +213,49 @@ _BASIS_CACHE: dict[str, tuple[str, SpectralBasis]] = {}
 
 @dataclass
 class SparseDerived:
-    """What a fit derives from sparse features alone, kept for the next fit of the same
-    matrix (:func:`sparse_derived`: a lambda grid refits the same features ten times; at
-    the tmc2007-shape scaling case (b), 23 million stored entries, about 2 s a fit)."""
+    """What fits derive from sparse features alone, kept for the next fit of the same
+    matrix (:func:`sparse_derived`, the one cache of sparse features: a lambda grid refits
+    the same features ten times; at the tmc2007-shape scaling case (b), 23 million stored
+    entries, about 2 s a fit)."""
 
     column_sq: NDArray[np.float64]  # the squared norms of the columns
     squared: Any = None  # the squared entries on the features' pattern (Jacobi)
     #: the coarse spaces (:meth:`_BasisProblem.coarse_basis`) by (column of 1s, rank)
     coarse: dict[tuple[bool, int], tuple[NDArray, NDArray]] = field(default_factory=dict)
+    #: the pair products of the features (:func:`._sparse_gram.pair_gram`, ``None`` above
+    #: its bound) by column of 1s (the per-output blocks)
+    pairs: dict[bool, PairGram | None] = field(default_factory=dict)
 
 
-_SPARSE_CACHE: dict[str, tuple[tuple, SparseDerived]] = {}
+_SPARSE_CACHE: dict[str, tuple[str, SparseDerived]] = {}
+
+
+def content_key(G: sp.csr_matrix) -> str:
+    """A key of the CSR matrix ``G`` that only a matrix of the same contents has: its shape,
+    the types and sizes of its three arrays and the SHA-256 digest of their bytes (read in
+    place, no copy; its cost: :func:`sparse_derived`)."""
+    arrays = [np.ascontiguousarray(a) for a in (G.indptr, G.indices, G.data)]
+    digest = hashlib.sha256()
+    for a in arrays:
+        digest.update(memoryview(a).cast("B"))
+    layout = ",".join(f"{a.dtype.str}{a.size}" for a in arrays)
+    return f"{G.shape}-{layout}-{digest.hexdigest()}"
 
 
 def sparse_derived(G: sp.csr_matrix) -> SparseDerived:
-    """:class:`SparseDerived` of the CSR matrix ``G``; the last one is kept, the previous
-    one freed first. Kept for the same memory (the addresses of the three arrays: a lambda
-    grid passes the same matrix ten times, in views that scipy makes anew) with the same
-    sums of their contents (an in-place change): a content hash
-    (:func:`._sparse_gram.pair_gram`'s) costs about 0.4 s a fit at the tmc2007-shape
-    scaling case (b)'s 23 million entries, these sums 30 ms."""
-    arrays = (G.indptr, G.indices, G.data)
-    key = (
-        G.shape,
-        tuple((a.__array_interface__["data"][0], a.dtype.str, a.size) for a in arrays),
-        float(np.sum(G.data)),
-        float(np.sum(np.abs(G.data))),
-        int(np.sum(G.indices, dtype=np.int64)),
-        int(np.sum(G.indptr, dtype=np.int64)),
-    )
+    """:class:`SparseDerived` of the CSR matrix ``G``, the one cache of what is derived from
+    sparse features; the last one is kept (keyed by :func:`content_key`: the same contents,
+    whatever the arrays' addresses; a different matrix, even written in place over the
+    same arrays, never hits), the previous one freed first. The key is computed once per
+    fit (:func:`._solver.fit_projection_model`, for its one or two Newton runs): 2 ms
+    (CPU) on tmc2007_500's 364,495 stored entries, 0.13 s on the 23 million of the
+    tmc2007-shape scaling case (b) (SHA-256 with the CPU's SHA instructions; blake2b
+    0.2 s, and 0.3 s with the copy of the bytes that the pair products' key made)."""
+    key = content_key(G)
     hit = _SPARSE_CACHE.get("last")
     if hit is not None and hit[0] == key:
         return hit[1]
-    _SPARSE_CACHE.pop("last", None)
+    _SPARSE_CACHE.pop("last", None)  # free the previous one before building
     out = SparseDerived(np.bincount(G.indices, weights=G.data**2, minlength=G.shape[1]))
     _SPARSE_CACHE["last"] = (key, out)
     return out
@@ -299,6 +309,25 @@ def sparse_blocks_fit(m: int, p: int) -> bool:
     the per-output block preconditioner (:meth:`_BasisProblem.sparse_output_preconditioner`):
     at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES` block entries."""
     return m <= MAX_SPARSE_BLOCK and p * m * m <= MAX_BLOCK_ENTRIES
+
+
+def jacobian_layout(
+    J: NDArray | DiagonalMinusRankOne,
+) -> tuple[int, NDArray[np.float64] | None, NDArray[np.float64] | None, int]:
+    r"""``(p, d, v, blocks)`` of the three layouts of :meth:`_BasisProblem.jacobians`:
+    :math:`J_i = \mathrm{diag}(d_i) - \sum_r v_{ir} v_{ir}^\top` over ``blocks`` blocks of
+    the ``p`` outputs (:class:`DiagonalMinusRankOne`), diagonals ``(n, p)`` (``v`` ``None``)
+    or ``(n, p, p)`` matrices (``d`` and ``v`` ``None``); the arrays themselves, no copy.
+
+    Examples
+    --------
+    >>> p, d, v, blocks = jacobian_layout(np.ones((5, 3)))
+    >>> p, d.shape, v, blocks
+    (3, (5, 3), None, 1)
+    """
+    if isinstance(J, DiagonalMinusRankOne):
+        return J.d.shape[1], J.d, J.v, J.blocks
+    return J.shape[1], (J if J.ndim == 2 else None), None, 1
 
 
 def output_diagonals(J: NDArray | DiagonalMinusRankOne) -> NDArray[np.float64]:
@@ -442,16 +471,18 @@ class _BasisProblem:
         derived: SparseDerived | None = None,
     ) -> None:
         n = G.shape[0]
-        #: sparse features: what other fits of the same features derived (:func:`sparse_derived`)
-        self.derived = derived
         self.sparse = sp.issparse(G)
         #: sparse features: ``G`` itself, the column of 1s (``free_intercept`` or
         #: ``ones_column``: a penalized one) kept implicit, never a stacked copy
         self.ones = bool(free_intercept or ones_column) and self.sparse
         self._Gt: Any = None
         self.GT: Any = None  # a row-major copy of G^T (small features only)
+        #: sparse features: what is derived from them alone, shared with the other fits of
+        #: the same features (:func:`sparse_derived`, unless given: :func:`newton_fit`'s)
+        self.derived: SparseDerived | None = None
         if self.sparse:
             self.G = sp.csr_matrix(G)
+            self.derived = sparse_derived(self.G) if derived is None else derived
             if self.G.nnz <= MAX_TRANSPOSED_NNZ:
                 self.GT = self.G.T.tocsr()
         elif free_intercept or ones_column:
@@ -462,14 +493,11 @@ class _BasisProblem:
         self.pen = np.ones(self.m)
         if free_intercept:
             self.pen[-1] = 0.0
-        self._squared: Any = None
         self.phi, self.set, self.geometry = phi, projection_set, geometry
         self.event_shape, self.alpha = event_shape, alpha
         self.nfev = 0
         self._gram: NDArray[np.float64] | None = None  # G~ G~^T, for the capacitance matrix
         self._restricted: dict[tuple[int, int], _BasisProblem] = {}
-        #: the coarse space of wide sparse features: ``(Q, G~ Q)`` (built on first use)
-        self._coarse: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         #: the columns of the features are orthogonal, by decreasing norm (a spectral basis)
         self.orthogonal = orthogonal and not self.sparse and not free_intercept
         self.curvature = np.sum(self.Gt * self.Gt, axis=0) / n if self.orthogonal else np.zeros(0)
@@ -657,7 +685,6 @@ class _BasisProblem:
         if sub is None:
             sub = copy.copy(self)
             sub._Gt = np.ascontiguousarray(self.Gt[:, start:stop])  # dense (spectral)
-            sub._squared = None
             sub.pen = self.pen[start:stop]
             sub.orthogonal = False  # no further truncation
             sub._gram, sub._restricted = None, {}
@@ -673,7 +700,8 @@ class _BasisProblem:
         :math:`C = \tilde G Q` ``(n, r)``; by a randomized range finder with
         :data:`COARSE_POWER` power iterations (Halko, Martinsson & Tropp 2011, Algorithms
         4.4 and 5.1; a fixed seed), ``2 + 2 q`` products with ``r +`` :data:`COARSE_OVERSAMPLE`
-        columns, once per problem. For the features of text (nonnegative tf-idf rows) the
+        columns, once per matrix (kept with what else is derived from it,
+        :func:`sparse_derived`). For the features of text (nonnegative tf-idf rows) the
         first is close to their mean row, whose curvature dwarfs the others' (the
         tmc2007-shape scaling case: :math:`\sigma_1^2 / n = 1.02` against ``7e-4`` for the
         next, ``alpha`` down to ``1e-4``). ``rank``: :data:`COARSE_RANK`, or ``n`` (the
@@ -681,9 +709,9 @@ class _BasisProblem:
         n, m = self.n, self.m
         if rank is None:
             rank = n if n <= COARSE_FULL else COARSE_RANK
-        if self._coarse is None and self.derived is not None:
-            self._coarse = self.derived.coarse.get((self.ones, rank))
-        if self._coarse is None:
+        assert self.derived is not None, "the coarse space of sparse features"
+        spaces = self.derived.coarse  # shared with the other fits of the same features
+        if (self.ones, rank) not in spaces:
             k = min(rank + COARSE_OVERSAMPLE, n, m)
             omega = np.random.default_rng(0).standard_normal((k, n))
             Y = self.features_t(omega.T)  # (k, m): rows in the row space of G~
@@ -695,10 +723,8 @@ class _BasisProblem:
             _, sig, Vt = np.linalg.svd(B, full_matrices=False)
             r = min(rank, int(np.sum(sig > 1e-12 * max(float(sig[0]), 1e-300))))
             Q = np.ascontiguousarray(Qk @ Vt[:r].T)
-            self._coarse = (Q, np.ascontiguousarray(B @ Vt[:r].T))
-            if self.derived is not None:
-                self.derived.coarse[(self.ones, rank)] = self._coarse
-        return self._coarse
+            spaces[(self.ones, rank)] = (Q, np.ascontiguousarray(B @ Vt[:r].T))
+        return spaces[(self.ones, rank)]
 
     def coarse_preconditioner(self, J: NDArray | DiagonalMinusRankOne) -> Precond:
         r"""A two-level preconditioner for sparse features too wide for the per-output
@@ -722,12 +748,7 @@ class _BasisProblem:
         Q, C = self.coarse_basis()
         jacobi = self.jacobi_preconditioner(J)
         n, r = C.shape
-        if isinstance(J, DiagonalMinusRankOne):
-            p = J.d.shape[1]
-            diag, v, blocks = J.d, J.v, J.blocks
-        else:
-            p = J.shape[1]
-            diag, v, blocks = (J, None, 1) if J.ndim == 2 else (None, None, 1)
+        p, diag, v, blocks = jacobian_layout(J)
         if diag is not None:
             E = np.zeros((p, r, p, r))
             for a in range(p):  # no (n, p, r, r) intermediate (258 MB at tmc2007's shape)
@@ -779,14 +800,12 @@ class _BasisProblem:
         r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
         if not self.sparse:
             return T.T @ (self.Gt * self.Gt)
-        if self._squared is None and self.derived is not None:
-            self._squared = self.derived.squared
-        if self._squared is None:  # the squared entries on the features' own pattern
+        derived = self.derived
+        assert derived is not None
+        if derived.squared is None:  # the squared entries on the features' own pattern
             G = self.G
-            self._squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
-            if self.derived is not None:
-                self.derived.squared = self._squared
-        S = self._squared
+            derived.squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
+        S = derived.squared
         out = (csr_t_matmul(S, T) if self.GT is None else np.asarray(S.T @ T)).T
         return np.hstack([out, T.sum(axis=0)[:, None]]) if self.ones else out
 
@@ -794,8 +813,7 @@ class _BasisProblem:
         """Whether the per-output blocks of :meth:`output_preconditioner` fit for sparse
         features: at most :data:`MAX_SPARSE_BLOCK` columns and :data:`MAX_BLOCK_ENTRIES`
         entries in the ``p`` blocks (else the Jacobi preconditioner)."""
-        p = J.d.shape[1] if isinstance(J, DiagonalMinusRankOne) else J.shape[1]
-        return sparse_blocks_fit(self.m, p)
+        return sparse_blocks_fit(self.m, jacobian_layout(J)[0])
 
     def weighted_gram(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`\tilde G^\top \mathrm{diag}(w) \tilde G`, ``(m, m)`` dense, for
@@ -815,10 +833,15 @@ class _BasisProblem:
         r""":meth:`output_preconditioner` for sparse features: the ``p`` blocks
         :math:`\frac1n \tilde G^\top \mathrm{diag}(J_{:a}) \tilde G + \alpha
         I_{\mathrm{pen}}` from one product with the features' pair products
-        (:func:`._sparse_gram.pair_gram`, kept for a lambda grid), Cholesky factors only
+        (:func:`._sparse_gram.pair_gram`, kept with what else is derived from the features,
+        :func:`sparse_derived`), Cholesky factors only
         (two triangular solves per output and application: no explicit inverse)."""
         n, p = J.shape
-        pairs = pair_gram(self.Gt)
+        derived = self.derived
+        assert derived is not None
+        if self.ones not in derived.pairs:  # shared with the other fits of the same features
+            derived.pairs[self.ones] = pair_gram(self.Gt)
+        pairs = derived.pairs[self.ones]
         if pairs is None:
             blocks = np.stack([self.weighted_gram(J[:, a] / n) for a in range(p)])
         else:
@@ -1227,6 +1250,7 @@ def newton_fit(
     max_cg: int = MAX_CG,
     continuation: bool = False,
     ones_column: bool = False,
+    derived: SparseDerived | None = None,
 ) -> OptimizeResult:
     r"""Minimize :math:`F` (module docstring) from ``B0 = [B_pen, b]`` (``b`` only if
     ``free_intercept``, an unpenalized intercept); ``F_pen``: the penalized features
@@ -1240,16 +1264,20 @@ def newton_fit(
     warm-started from the previous one (as the tune stage's grid). From 0 at a small
     ``alpha``, the semismooth Newton steps cross many pieces of the loss at once and can
     stall (the vehicle degree-3 refit at ``alpha = 1e-4``: 180 iterations, 160,000 CG
-    iterations, not converged); along the path each stage starts close to its solution."""
+    iterations, not converged); along the path each stage starts close to its solution.
+
+    ``derived``: for sparse ``F_pen``, its :func:`sparse_derived` (a caller that fits the
+    same features twice, :func:`._solver.fit_projection_model`, keys them once); ``None``:
+    looked up here."""
     if alpha <= 0:
         raise ValueError("the Newton solver needs alpha > 0")
-    derived = None
     if sp.issparse(F_pen):
         # sparse (linear) features: their own coordinates, kept sparse (Jacobi or
         # per-output block preconditioner); no SVD, which would densify them, and no
         # stacked copy for a column of 1s
         F_pen = sp.csr_matrix(F_pen)
-        derived = sparse_derived(F_pen)
+        if derived is None:
+            derived = sparse_derived(F_pen)
         sq = derived.column_sq
         if ones_column:
             sq = np.append(sq, float(F_pen.shape[0]))

@@ -37,7 +37,7 @@ from threadpoolctl import ThreadpoolController
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
 from ..sets.knapsack import Knapsack
-from ._newton import affordable, newton_fit
+from ._newton import SparseDerived, affordable, newton_fit, sparse_derived
 
 T = TypeVar("T")
 
@@ -156,7 +156,6 @@ def newton_applicable(
 def newton_first_pays(
     F: Any,
     projection_set: ConvexSet,
-    p: int,
     fit_intercept: bool,
     penalize_intercept: bool,
     geometry: str,
@@ -373,12 +372,17 @@ def fit_projection_model(
         B0[:, d] = intercept_init
     z0 = (B0 @ P_inv if precondition else B0).ravel()
 
+    derived: SparseDerived | None = None  # sparse features: keyed once a fit (two Newton runs)
+
     def newton(
         B_start: NDArray[np.float64], continuation: bool = False, budget: int | None = None
     ) -> Any:
+        nonlocal derived
         ones_column = False
         if sp.issparse(F):  # kept sparse: the Newton method in the features' coordinates,
-            Fd, ones_column = F, penalized  # the column of 1s implicit (no stacked copy)
+            Fd, ones_column = sp.csr_matrix(F), penalized  # the 1s implicit (no stacked copy)
+            if derived is None:
+                derived = sparse_derived(Fd)
         else:
             Fd = np.asarray(F, dtype=np.float64)
             if penalized:
@@ -396,6 +400,7 @@ def fit_projection_model(
             tol=float(tol),
             continuation=continuation,
             ones_column=ones_column,
+            derived=derived,
         )
 
     n_iter_newton = 0
@@ -403,7 +408,7 @@ def fit_projection_model(
     first = None  # a Newton-first attempt
     if newton_first is None:
         newton_first = newton_first_pays(
-            F, projection_set, p, fit_intercept, penalize_intercept, geometry, cold
+            F, projection_set, fit_intercept, penalize_intercept, geometry, cold
         )
     if solver == "lbfgs" and finish and every_penalized and newton_first:
         start, continuation = B0, cold  # from 0: along a continuation path in alpha

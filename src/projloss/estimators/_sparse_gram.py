@@ -13,14 +13,13 @@ upper triangle. :class:`PairGram` lists those products once (a sparse ``(n, m^2)
 all the blocks are one sparse-dense product :math:`P^\top W` (``O(p \sum_i k_i^2 / 2)``)
 instead of ``p`` sparse-sparse products that each rebuild the pattern (tmc2007_500:
 16,139 x 501 with the intercept, 22 outputs, 5.6 million pairs). Built once per feature
-matrix (:func:`pair_gram` keeps the last one: a lambda grid refits the same features);
+matrix: the Newton method keeps them with what else it derives from the features
+(:func:`._newton.sparse_derived`: a lambda grid refits the same features);
 ``G`` is never densified, and ``P`` is only listed when it has fewer entries than a dense
 copy of ``G`` would (rows of fewer than about :math:`\sqrt{2m}` nonzeros).
 """
 
 from __future__ import annotations
-
-import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,8 +29,6 @@ from numpy.typing import NDArray
 #: each while they are listed) listed; beyond,
 #: :func:`pair_gram` returns ``None`` (the caller forms the blocks one at a time)
 MAX_PAIRS = 20_000_000
-
-_CACHE: dict[str, tuple[str, PairGram | None]] = {}
 
 
 class PairGram:
@@ -92,16 +89,6 @@ def count_pairs(G: sp.csr_matrix) -> int:
 
 def pair_gram(G: sp.csr_matrix, max_pairs: int = MAX_PAIRS) -> PairGram | None:
     """:class:`PairGram` of ``G``, or ``None`` above ``max_pairs`` pairs or above the
-    entries of ``G`` densified; the last one is kept (keyed by the contents of ``G``)."""
+    entries of ``G`` densified (not kept: see :func:`._newton.sparse_derived`)."""
     G = sp.csr_matrix(G)
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (G.indptr, G.indices, G.data):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    key = f"{G.shape}-{max_pairs}-{digest.hexdigest()}"
-    hit = _CACHE.get("last")
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    _CACHE.pop("last", None)  # free the previous one before building
-    out = PairGram(G) if count_pairs(G) <= min(max_pairs, G.shape[0] * G.shape[1]) else None
-    _CACHE["last"] = (key, out)
-    return out
+    return PairGram(G) if count_pairs(G) <= min(max_pairs, G.shape[0] * G.shape[1]) else None

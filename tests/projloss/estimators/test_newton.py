@@ -683,7 +683,6 @@ def test_sparse_fit_never_densifies_the_features(monkeypatch):
     import scipy.sparse as sp
 
     import projloss.estimators._newton as newton_module
-    import projloss.estimators._sparse_gram as sparse_gram
     from projloss.sets import get_set
 
     n, d, k = 20_000, 400, 3
@@ -695,7 +694,7 @@ def test_sparse_fit_never_densifies_the_features(monkeypatch):
     cube = get_set("unit_cube")
     fit_projection_model(X[:200], Y[:200], cube, "euclidean", **kw)  # compiled (Numba)
     for block in (4000, 0):
-        sparse_gram._CACHE.clear()  # the pair products are built within the fit
+        newton_module._SPARSE_CACHE.clear()  # the pair products are built within the fit
         monkeypatch.setattr(newton_module, "MAX_SPARSE_BLOCK", block)
         tracemalloc.start()
         try:
@@ -832,8 +831,8 @@ def test_wide_sparse_newton_first_reaches_the_optimum_of_lbfgs_then_jacobi(name,
 def test_wide_sparse_fits_of_the_same_features_share_what_they_derive(monkeypatch):
     """A lambda grid refits the same sparse features: the estimator's next fit reuses the
     previous one's squared entries and coarse space (:func:`sparse_derived`: the same
-    arrays, the same contents), and ends where a fit that derives them afresh does, to the
-    last bit; a copy, or the same arrays changed in place, get their own."""
+    contents), and ends where a fit that derives them afresh does, to the last bit; a copy
+    shares them, the same arrays changed in place get their own."""
     import projloss.estimators._newton as newton_module
 
     X, Y = wide_sparse()
@@ -859,7 +858,44 @@ def test_wide_sparse_fits_of_the_same_features_share_what_they_derive(monkeypatc
     np.testing.assert_array_equal(est.intercept_, fresh.intercept_)
     derived = newton_module.sparse_derived(X)
     assert newton_module.sparse_derived(X) is derived
-    assert newton_module.sparse_derived(X.copy()) is not derived
-    derived = newton_module.sparse_derived(X)
+    assert newton_module.sparse_derived(X.copy()) is derived  # the same contents
     X.data[0] *= 2.0
     assert newton_module.sparse_derived(X) is not derived
+
+
+def test_a_different_matrix_never_gets_the_derived_data_of_another(monkeypatch):
+    """The one cache of what is derived from sparse features (:func:`sparse_derived`: the
+    column norms, squared entries, coarse space and pair products) is keyed by the
+    contents: a different matrix of the same shape written over the same arrays, with the
+    same sums of its values, of their magnitudes and of its indices (two values of two
+    columns swapped in place), gets its own, equal to a fresh one's; and so does its fit,
+    to the last bit. (An address-and-sums key returned the first matrix's.)"""
+    import projloss.estimators._newton as newton_module
+
+    X, Y = wide_sparse(n=200, d=300, k=4)
+    i, j = X.indptr[1], X.indptr[2]  # entries of rows 1 and 2 (row 0 is empty)
+    assert X.indices[i] != X.indices[j] and X.data[i] != X.data[j]
+    kw = dict(alpha=1e-2, projection_set="unit_cube", penalize_intercept=True, tol=1e-9)
+    newton_module._SPARSE_CACHE.clear()
+    est = ProjectionMultilabelClassifier(**kw).fit(X, Y)  # per-output blocks: pair products
+    monkeypatch.setattr(newton_module, "MAX_SPARSE_BLOCK", 0)
+    est.fit(X, Y)  # too wide for the blocks: squared entries, coarse space
+    first = newton_module.sparse_derived(X)
+    assert first.squared is not None and first.coarse
+    arrays = (X.indptr, X.indices, X.data)
+    sums = (X.data.sum(), np.abs(X.data).sum(), X.indices.sum(), X.indptr.sum())
+    X.data[[i, j]] = X.data[[j, i]]  # another matrix, in place
+    assert all(a is b for a, b in zip(arrays, (X.indptr, X.indices, X.data), strict=True))
+    assert (X.data.sum(), np.abs(X.data).sum(), X.indices.sum(), X.indptr.sum()) == sums
+    second = newton_module.sparse_derived(X)
+    assert second is not first
+    assert second.squared is None and not second.coarse and not second.pairs
+    assert first.pairs  # the first fit's pair products were kept with the rest
+    expected = np.bincount(X.indices, weights=X.data**2, minlength=X.shape[1])
+    np.testing.assert_array_equal(second.column_sq, expected)
+    assert not np.array_equal(second.column_sq, first.column_sq)
+    est.fit(X, Y)
+    newton_module._SPARSE_CACHE.clear()
+    fresh = ProjectionMultilabelClassifier(**kw).fit(X.copy(), Y)
+    np.testing.assert_array_equal(est.coef_, fresh.coef_)
+    np.testing.assert_array_equal(est.intercept_, fresh.intercept_)
