@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -380,16 +381,15 @@ def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> No
             signal.signal(s, handler)
 
 
-@pytest.mark.slow
-def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) -> None:
-    """The tune stage starts its workers before it opens the tracking store: an unusable
-    store is one error line at once, the workers stopped with their tasks (a long grid:
-    minutes of fits nobody would use), nothing written."""
+def _tune_long_grids(
+    iris, tmp_path: Path, change: Callable[[dict], None]
+) -> tuple[subprocess.CompletedProcess[str], float, Path]:
+    """``pipeline.stage tune smoke-birkhoff`` in a stage project whose experiment has two
+    runs of 20,000 lambdas on two workers (minutes of fits) and the params ``change`` makes:
+    the stage's result, its seconds and the project root."""
     import time
 
     import yaml
-
-    from ._run_fixtures import free_port
 
     (tmp_path / "project").mkdir()
     root = _stage_project(tmp_path / "project", iris)
@@ -400,8 +400,7 @@ def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) 
     ]
     params["n_jobs"] = 2
     params["lambdas"]["num"] = 20000
-    uri = f"http://127.0.0.1:{free_port()}"
-    params["tracking"].update(uri=uri, probe_timeout=1)
+    change(params)
     (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
     start = time.monotonic()
     done = subprocess.run(
@@ -412,7 +411,20 @@ def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) 
         text=True,
         timeout=300,
     )
-    seconds = time.monotonic() - start
+    return done, time.monotonic() - start, root
+
+
+@pytest.mark.slow
+def test_a_stage_with_an_unusable_store_stops_its_workers(iris, tmp_path: Path) -> None:
+    """The tune stage starts its workers before it opens the tracking store: an unusable
+    store is one error line at once, the workers stopped with their tasks (a long grid:
+    minutes of fits nobody would use), nothing written."""
+    from ._run_fixtures import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    done, seconds, root = _tune_long_grids(
+        iris, tmp_path, lambda p: p["tracking"].update(uri=uri, probe_timeout=1)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{uri} is unreachable" in one_error_line(done.stdout + done.stderr)
     assert seconds < 90, f"the stage waited for its workers ({seconds:.0f} s)"
@@ -425,29 +437,11 @@ def test_a_run_that_does_not_compose_stops_the_fits_already_started(iris, tmp_pa
     that does not compose is one error line at once, naming the experiment and the run,
     the workers stopped with the fits of the runs before it (long grids), nothing
     written."""
-    import time
-
-    import yaml
-
-    (tmp_path / "project").mkdir()
-    root = _stage_project(tmp_path / "project", iris)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["experiments"]["smoke-birkhoff"]["runs"].update(
-        {"reals-birkhoff": ["set=reals", "decoder=birkhoff"], "typo": ["set=no_such_set"]}
+    done, seconds, root = _tune_long_grids(
+        iris,
+        tmp_path,
+        lambda p: p["experiments"]["smoke-birkhoff"]["runs"].update(typo=["set=no_such_set"]),
     )
-    params["n_jobs"] = 2
-    params["lambdas"]["num"] = 20000
-    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
-    start = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.stage", "tune", "smoke-birkhoff"],
-        cwd=root,
-        env=env(PROJLOSS_ROOT=str(root)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    seconds = time.monotonic() - start
     assert done.returncode == 1, done.stdout + done.stderr
     line = one_error_line(done.stdout + done.stderr)
     assert "'smoke-birkhoff'" in line and "'typo'" in line and "cannot compose" in line
