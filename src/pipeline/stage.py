@@ -186,6 +186,7 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
     from .config.experiments import get_experiment, iter_compose_runs
+    from .config.run import RunConfig
     from .fileio import write_json
     from .runs import parallel
     from .runs.mlflow_view import cell_params, run_name
@@ -211,7 +212,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     try:
         for rid, cfg in iter_compose_runs(params, key):
             runs[rid] = cfg
-            run = typed[rid] = _typed({rid: cfg})[rid]
+            run = typed[rid] = RunConfig.from_config(cfg)
             if run.splits is None:
                 plain_tasks.add(run)
                 continue

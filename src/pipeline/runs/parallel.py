@@ -129,31 +129,22 @@ def iter_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) 
     :mod:`pipeline.cluster.joblib_backend`) they are joblib's tasks there, all results at
     once. With ``n_jobs == 1`` each task runs when its result is asked for. Each worker
     fits with one BLAS thread (the solver's own limit, and the stage's)."""
-    if n_jobs == 1 or len(tasks) < 2:
-        return (fn(*t) for t in tasks)
-    from ..cluster.joblib_backend import ray_address
-
-    if ray_address() is not None:
-        from joblib import Parallel, delayed
-
-        from ..cluster.joblib_backend import backend
-
-        with backend():
-            return iter(Parallel(n_jobs=n_jobs)(delayed(fn)(*t) for t in tasks))
-    executor = pool(n_jobs)
-    return _in_order(executor, [executor.submit(fn, *t) for t in tasks])
+    stream = TaskStream(fn, n_jobs)
+    for task in tasks:
+        stream.add(*task)
+    return stream.results()
 
 
 class TaskStream:
     """The tasks ``fn(*task)`` given one at a time (:meth:`add`) while the caller
     prepares the next ones, and their results in order (:meth:`results`).
 
-    As :func:`iter_tasks` on the whole list, but local workers (:func:`pool`) start on
-    the first tasks at once: the tune stage composes an experiment's runs (Hydra: 0.05-0.15
-    s each, 7 s in ``make repro``) while the workers fit the first ones. With one task in
-    all, ``n_jobs == 1`` or a Ray cluster, the tasks run as :func:`iter_tasks` runs them,
-    from :meth:`results`. A caller that fails before asking for the results stops the
-    workers (:func:`stop_workers`).
+    :func:`iter_tasks` is this stream given the whole list; given task by task, local
+    workers (:func:`pool`) start on the first tasks at once: the tune stage composes an
+    experiment's runs (Hydra: 0.05-0.15 s each, 7 s in ``make repro``) while the workers
+    fit the first ones. With one task in all or ``n_jobs == 1`` the tasks run in this
+    process, on a Ray cluster all at once, from :meth:`results`. A caller that fails
+    before asking for the results stops the workers (:func:`stop_workers`).
 
     Examples
     --------
@@ -165,16 +156,15 @@ class TaskStream:
     """
 
     def __init__(self, fn: Callable[..., Any], n_jobs: int = 1) -> None:
-        from ..cluster.joblib_backend import ray_address
-
         self.fn = fn
         self.n_jobs = n_jobs
         self._tasks: list[tuple] = []
         self._futures: list[Any] = []
-        self._local_pool = n_jobs != 1 and ray_address() is None
+        self._local_pool = False
+        if n_jobs != 1:
+            from ..cluster.joblib_backend import ray_address
 
-    def __len__(self) -> int:
-        return len(self._tasks)
+            self._local_pool = ray_address() is None
 
     def add(self, *task: Any) -> None:
         """Give the next task; submitted to the workers from the second task on (a
@@ -188,10 +178,18 @@ class TaskStream:
 
     def results(self) -> Iterator[Any]:
         """The tasks' results, in order (the other tasks cancelled and the workers
-        stopped on an error)."""
-        if not self._futures:
-            return iter_tasks(self.fn, self._tasks, self.n_jobs)
-        return _in_order(pool(self.n_jobs), self._futures)
+        stopped on an error): from the local workers; from Ray's, all at once; else
+        each task run here when its result is asked for."""
+        if self._futures:
+            return _in_order(pool(self.n_jobs), self._futures)
+        if self.n_jobs == 1 or len(self._tasks) < 2:
+            return (self.fn(*t) for t in self._tasks)
+        from joblib import Parallel, delayed
+
+        from ..cluster.joblib_backend import backend
+
+        with backend():
+            return iter(Parallel(n_jobs=self.n_jobs)(delayed(self.fn)(*t) for t in self._tasks))
 
 
 #: the worker processes of this process (:func:`pool`), and how many
