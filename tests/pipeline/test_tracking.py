@@ -200,6 +200,35 @@ def _model_files(client, run_id: str, model_id: str, dst: Path) -> dict[str, byt
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+def _logged_model_rows(db: Path, model_id: str) -> dict[str, list[tuple]]:
+    """The rows of a logged model in MLflow's tables (ids and times compared to its run's,
+    the registered versions' tag left out)."""
+    import sqlite3
+
+    queries = {
+        "logged_models": "select experiment_id, name, status, lifecycle_stage, model_type,"
+        " artifact_location like '%/models/' || model_id || '/artifacts',"
+        " creation_timestamp_ms <= last_updated_timestamp_ms from logged_models"
+        " where model_id = :m",
+        "logged_model_params": "select experiment_id, param_key, param_value"
+        " from logged_model_params where model_id = :m",
+        "logged_model_tags": "select experiment_id, tag_key, tag_value from logged_model_tags"
+        " where model_id = :m and tag_key != 'mlflow.modelVersions'",
+        "logged_model_metrics": "select l.metric_name, l.metric_step, l.metric_value,"
+        " l.experiment_id, l.dataset_uuid, l.dataset_name, l.dataset_digest,"
+        " l.run_id = o.source_run_id, exists(select 1 from metrics r where"
+        " r.run_uuid = l.run_id and r.key = l.metric_name and r.step = l.metric_step and"
+        " r.timestamp = l.metric_timestamp_ms and r.value = l.metric_value)"
+        " from logged_model_metrics l join logged_models o using (model_id)"
+        " where model_id = :m",
+        "inputs": "select i.source_type, i.destination_type, i.step,"
+        " i.source_id = o.source_run_id from inputs i join logged_models o"
+        " on o.model_id = i.destination_id where i.destination_id = :m",
+    }
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return {t: sorted(conn.execute(q, {"m": model_id})) for t, q in queries.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["direct", "recorded"])
 def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
@@ -308,6 +337,12 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]
     assert json.loads(b.tags.pop("mlflow.modelVersions"))[0]["name"] == "reg-theirs"
     assert a.tags == b.tags
+    # their rows in the database (MLflow's client writes them in five transactions, a
+    # database store in one: mlflow_bulk.insert_logged_model): the same but ids and times
+    db = tmp_path / "mlflow.db"
+    assert _logged_model_rows(db, a.model_id) == _logged_model_rows(db, b.model_id)
+    assert len(_logged_model_rows(db, a.model_id)["logged_model_metrics"]) == 3
+    assert [o.model_id for o in client.get_run(ours).outputs.model_outputs] == [a.model_id]
     files = [
         _model_files(client, r, logged[r].model_id, tmp_path / n)
         for n, r in (("a", ours), ("b", theirs))

@@ -135,3 +135,133 @@ def _row(metric: Any, store: Any, run_id: str) -> dict[str, Any]:
         "is_nan": is_nan,
         "run_uuid": run_id,
     }
+
+
+def insert_logged_model(
+    store: Any,
+    experiment: Any,
+    run_id: str,
+    name: str,
+    params: Mapping[str, str],
+    tags: Mapping[str, str],
+    metrics: Sequence[Any],
+    step: int = 0,
+    model_id: str | None = None,
+) -> tuple[str, str]:
+    """Write a READY logged model ``name`` of run ``run_id`` (in ``experiment``, an
+    ``mlflow.entities.Experiment``) to ``store`` (a ``SqlAlchemyStore``) in one
+    transaction; return its id and artifact location.
+
+    The rows are those that ``MlflowClient`` writes, in five transactions, when MLflow's
+    ``Model.log`` logs a model of a run whose metrics are already logged:
+    ``create_logged_model(experiment, name, run_id, tags, params)`` (the model, PENDING,
+    its params and tags), ``log_outputs(run_id, [LoggedModelOutput(model_id, step)])`` (the
+    run's output link), ``log_batch(run_id, metrics)`` of ``metrics`` (``Metric``\\ s of the
+    run, each given ``model_id``: they exist as the run's metrics already, so only the
+    ``logged_model_metrics`` rows are new; the client first tries to insert them again,
+    fails on the primary key, rolls back and queries them: 20 ms per model) and
+    ``finalize_logged_model(model_id, READY)``. Write the model's files to the artifact
+    location first: a model is READY only once its files are there."""
+    from mlflow.entities import LifecycleStage, LoggedModelStatus
+    from mlflow.store.tracking.dbmodels.models import (
+        SqlInput,
+        SqlLoggedModel,
+        SqlLoggedModelMetric,
+        SqlLoggedModelParam,
+        SqlLoggedModelTag,
+        SqlRun,
+    )
+    from mlflow.utils.time import get_current_time_millis
+    from mlflow.utils.validation import _validate_logged_model_name
+
+    _validate_logged_model_name(name)
+    store._check_experiment_is_active(experiment)
+    model_id = model_id or new_model_id()
+    location = model_artifact_location(store, experiment.artifact_location, model_id)
+    experiment_id = int(experiment.experiment_id)
+    now = get_current_time_millis()
+    model = {
+        "model_id": model_id,
+        "experiment_id": experiment_id,
+        "name": name,
+        "artifact_location": location,
+        "creation_timestamp_ms": now,
+        "last_updated_timestamp_ms": now,
+        "model_type": None,
+        "status": LoggedModelStatus.READY.to_int(),
+        "lifecycle_stage": LifecycleStage.ACTIVE,
+        "source_run_id": run_id,
+    }
+    link = {
+        "input_uuid": uuid.uuid4().hex,
+        "source_type": "RUN_OUTPUT",
+        "source_id": run_id,
+        "destination_type": "MODEL_OUTPUT",
+        "destination_id": model_id,
+        "step": step,
+    }
+    rows: dict[Any, list[dict[str, Any]]] = {
+        SqlLoggedModel: [model],
+        SqlLoggedModelParam: [
+            {"model_id": model_id, "experiment_id": experiment_id, "param_key": k, "param_value": v}
+            for k, v in params.items()
+        ],
+        SqlLoggedModelTag: [
+            {"model_id": model_id, "experiment_id": experiment_id, "tag_key": k, "tag_value": v}
+            for k, v in tags.items()
+        ],
+        SqlInput: [link],
+        SqlLoggedModelMetric: [
+            {
+                "model_id": model_id,
+                "metric_name": m.key,
+                "metric_timestamp_ms": m.timestamp,
+                "metric_step": m.step,
+                "metric_value": store.sanitize_metric_value(m.value)[1],
+                "experiment_id": experiment_id,
+                "run_id": run_id,
+                "dataset_uuid": None,
+                "dataset_name": m.dataset_name,
+                "dataset_digest": m.dataset_digest,
+            }
+            for m in _unique(metrics)
+        ],
+    }
+    with store.ManagedSessionMaker(read_only=False) as session:
+        stage = session.query(SqlRun.lifecycle_stage).filter_by(run_uuid=run_id).scalar()
+        if stage != LifecycleStage.ACTIVE:
+            from mlflow.exceptions import MlflowException
+
+            raise MlflowException(
+                f"The run {run_id} must be in the 'active' state. Current state is {stage}."
+            )
+        for table, values in rows.items():
+            if values:
+                session.execute(table.__table__.insert(), values)
+    return model_id, location
+
+
+def new_model_id() -> str:
+    """A logged model id as MLflow's stores make them (``m-`` and 32 hex digits)."""
+    return f"m-{uuid.uuid4().hex}"
+
+
+def model_artifact_location(store: Any, experiment_location: str, model_id: str) -> str:
+    """Where ``store`` keeps the files of logged model ``model_id`` of an experiment whose
+    artifact location is ``experiment_location`` (``<location>/models/<id>/artifacts``)."""
+    from mlflow.utils.uri import append_to_uri_path
+
+    return append_to_uri_path(
+        experiment_location, store.MODELS_FOLDER_NAME, model_id, store.ARTIFACTS_FOLDER_NAME
+    )
+
+
+def _unique(metrics: Sequence[Any]) -> list[Any]:
+    """``metrics`` without repeats, in order (MLflow's ``log_batch`` drops them)."""
+    seen: set[Any] = set()
+    out = []
+    for m in metrics:
+        if m not in seen:
+            seen.add(m)
+            out.append(m)
+    return out
