@@ -356,6 +356,10 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
         elif name != "MLmodel":
             assert files[0][name] == files[1][name], name
     mlmodel = [yaml.safe_load(f["MLmodel"]) for f in files]
+    # our MLmodel's text is what MLflow's writer writes (Model.save: libyaml emits ours)
+    from mlflow.models import Model
+
+    assert files[0]["MLmodel"].decode() == Model.from_dict(mlmodel[0]).to_yaml()
     ids = ("model_uuid", "model_id", "run_id", "utc_time_created", "artifact_path")
     for m in mlmodel:
         for key in ids:
