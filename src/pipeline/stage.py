@@ -197,7 +197,6 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     _tracking_settings(params, key)  # the settings too, before any work
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
     n_jobs = _n_jobs(params)
-    swept: dict[str, dict[str, Any]] = {}
     # The workers start on the first runs while the next ones are composed (and each run
     # config is checked before its task starts), before the tracking store is opened
     # (MLflow's import and schema check overlap their fits), and each run is logged as
@@ -231,14 +230,16 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
     pending = plain_tasks.results()
     tracker = _tracker_or_stop(params, key)
-    if swept_runs:
-        swept = parallel.collect(swept_runs, keys, pending_splits)
+    # a swept run's splits by run: each logged when its last split is fitted
+    swept = parallel.by_run(keys, pending_splits) if swept_runs else iter(())
     logged: list[str] = []
     with _end_scheduled_on_error(tracker, logged):
         for n, (rid, cfg) in enumerate(runs.items(), 1):
             comp = typed[rid].composition
             if rid in plain:
                 tuned, calls = next(pending)  # fitted before its run is created, as ever
+            else:
+                _, splits = next(swept)  # the swept runs in the same order
             log.info(
                 "[%d/%d] tuned %s/%s: %s on %s", n, len(runs), key, rid, comp.label, comp.dataset
             )
@@ -253,7 +254,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
                 if rid in plain:
                     RecordingTracker.replay(calls, tracker)
                 else:
-                    tuned = _log_tuned_splits(swept[rid], tracker)
+                    tuned = _log_tuned_splits(splits, tracker)
             if run_id is not None:
                 logged.append(run_id)
             out["runs"][rid] = {"config": cfg, "run_id": run_id, "tune": tuned}
@@ -347,7 +348,6 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
     n_jobs = _n_jobs(params)
     metrics: dict[str, Any] = {}
     swept_runs = {rid: run for rid, run in typed.items() if run.splits is not None}
-    swept: dict[str, dict[str, Any]] = {}
     # The runs are evaluated in worker processes (predictions, scores, the files of
     # data/eval/, figures) that record what they log; this process replays it into each
     # run's MLflow parent run (metrics, the files, the models: one writer to the store) as
@@ -386,11 +386,13 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
         )
         pending_splits = parallel.iter_tasks(parallel.evaluate_task, split_tasks, n_jobs)
     tracker = _tracker_or_stop(params, key)
-    if swept_runs:
-        swept = parallel.collect(swept_runs, keys, pending_splits)
+    # a swept run's splits by run: each logged when its last split is evaluated
+    swept = parallel.by_run(keys, pending_splits) if swept_runs else iter(())
     for rid, entry in tuning["runs"].items():
-        start = time.perf_counter()
         run = typed[rid]
+        if run.splits is not None:  # evaluated before its run is resumed
+            _, splits = next(swept)  # the swept runs in the same order
+        start = time.perf_counter()
         comp = run.composition
         record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}
         with tracker.parent_run(
@@ -404,7 +406,7 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
                 start -= result["seconds"]  # the worker's part
                 RecordingTracker.replay(calls, tracker)
             else:
-                result = _log_evaluated_splits(swept[rid], comp, entry, key, rid, tracker, record)
+                result = _log_evaluated_splits(splits, comp, entry, key, rid, tracker, record)
         seconds = time.perf_counter() - start + float(entry["tune"].get("seconds", 0.0))
         log.info("%s/%s: %s", key, rid, core.summary_line(comp, result, seconds))
         metrics[rid] = {

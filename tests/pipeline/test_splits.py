@@ -255,3 +255,27 @@ def test_workers_are_forked_and_stopped_on_an_error() -> None:
         assert splits._POOL is None  # stopped (the 60 s task was killed, not awaited)
     finally:
         del sys.modules["_projloss_fork_probe"]
+
+
+def test_a_swept_run_comes_when_its_last_split_does() -> None:
+    """The tune and evaluate stages log a split sweep's run as soon as its splits are in
+    (:func:`pipeline.runs.parallel.by_run`), while the next runs' splits are computed: a
+    run is given before a later split's result is asked; every split once, in order."""
+    asked: list[int] = []
+
+    def results():
+        for i in range(5):
+            asked.append(i)
+            yield 10 * i
+
+    keys = [("a", 0), ("a", 3), ("b", 0), ("b", 1), ("c", 7)]
+    runs = splits.by_run(keys, results())
+    assert next(runs) == ("a", {"0": 0, "3": 10}) and asked == [0, 1]
+    assert next(runs) == ("b", {"0": 20, "1": 30}) and asked == [0, 1, 2, 3]
+    assert list(runs) == [("c", {"7": 40})]
+    assert list(splits.by_run([], iter(()))) == []
+    with pytest.raises(ValueError):  # a result missing: not a silent short sweep
+        list(splits.by_run(keys, iter(range(4))))
+    assert splits.collect({"a": 0, "b": 0, "c": 0}, keys, range(5)) == {
+        rid: dict(group) for rid, group in splits.by_run(keys, iter(range(5)))
+    }

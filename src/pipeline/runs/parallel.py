@@ -307,6 +307,28 @@ def collect(
     return out
 
 
+def by_run(
+    keys: Sequence[tuple[str, int]], results: Iterable[Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The results of a split sweep's tasks (in the order of ``keys``, a run's splits
+    together) by run, each run as soon as its last split's result comes: ``(run id,
+    split as a string -> result)``. The stages log a run while the workers go on with the
+    next runs' splits (:func:`collect` waits for them all).
+
+    Examples
+    --------
+    >>> keys = [("a", 0), ("a", 1), ("b", 0)]
+    >>> list(by_run(keys, iter([10, 11, 20])))
+    [('a', {'0': 10, '1': 11}), ('b', {'0': 20})]
+    """
+    splits: dict[str, Any] = {}
+    for i, ((rid, split), result) in enumerate(zip(keys, results, strict=True)):
+        splits[str(split)] = result
+        if i + 1 == len(keys) or keys[i + 1][0] != rid:  # its last split (keys are known)
+            yield rid, splits
+            splits = {}
+
+
 def sweep(
     runs: Mapping[str, RunConfig],
     make_task: Callable[[str, RunConfig, int], tuple],
