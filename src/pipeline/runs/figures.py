@@ -27,7 +27,8 @@ def _figure(width: float, height: float) -> Any:
 
 
 def validation_curve(tuned: Mapping[str, Any], title: str) -> Any:
-    """One panel per metric: validation value against lambda, the selected lambda dashed."""
+    """One panel per metric: validation value against lambda (log axis, a tick per decade
+    of the grid, :func:`_log_lambda_axis`), the selected lambda dashed."""
     lambdas = tuned["lambdas"]
     metrics = tuned["metrics"]
     width = 4.0 * len(metrics)
@@ -37,15 +38,46 @@ def validation_curve(tuned: Mapping[str, Any], title: str) -> Any:
     for ax, (name, values) in zip(axes, metrics.items(), strict=True):
         ax.plot(lambdas, values, marker="o")
         ax.set_xscale("log")
+        _log_lambda_axis(ax, lambdas)
+        ax.yaxis.get_major_formatter().set_useOffset(False)  # no offset text by the title
         ax.set_xlabel("lambda")
         ax.set_ylabel(f"validation {name}")
         chosen = tuned["selected"].get(name)
         if chosen is not None:
             ax.axvline(chosen["lambda"], color="gray", linestyle="--", linewidth=1)
-            ax.set_title(f"{name}: lambda = {chosen['lambda']:.3g}", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
+        # y=1.0: the title's place is fixed (matplotlib otherwise lays out the axis's
+        # ticks again to find the top of the axes, the same place here)
+        ax.set_title(_chosen_title(name, chosen), fontsize=9, y=1.0)
+        ax.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+def _chosen_title(name: str, chosen: Mapping[str, Any] | None) -> str:
+    return "" if chosen is None else f"{name}: lambda = {chosen['lambda']:.3g}"
+
+
+#: at most this many labelled decades on a lambda axis (every other decade of 1e-4..1e4)
+_DECADE_LABELS = 5
+
+
+def _log_lambda_axis(ax: Any, lambdas: Any) -> None:
+    """Ticks of the log lambda axis: one major tick (and grid line) per decade spanned by
+    ``lambdas``, labelled ``10^k`` on every ``ceil(decades / 5)``-th decade (matplotlib's
+    own choice for the paper's 1e-4..1e4 grid on a 4-inch panel), no minor ticks.
+
+    matplotlib's log axis has 8 minor ticks per decade (the grid drew a line at each):
+    Tick objects to build, lay out and draw, the top of a figure's profile."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+
+    logs = np.log10(np.asarray(lambdas, dtype=np.float64))
+    low, high = int(np.floor(logs.min())), int(np.ceil(logs.max()))
+    decades = np.arange(low, high + 1)
+    step = max(1, -(-(high - low) // (_DECADE_LABELS - 1)))
+    labels = [f"$\\mathdefault{{10^{{{k}}}}}$" if (k - low) % step == 0 else "" for k in decades]
+    ax.xaxis.set_major_locator(FixedLocator(10.0**decades))
+    ax.xaxis.set_major_formatter(FixedFormatter(labels))
+    ax.xaxis.set_minor_locator(NullLocator())
 
 
 def soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str) -> Any:
@@ -67,7 +99,7 @@ def soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str) -> An
             ax.scatter(cols, rows, s=60, facecolors="none", edgecolors="red", linewidths=1.5)
         ax.set_xlabel("label")
         ax.set_ylabel("rank" if U.shape[1] > 1 else "")
-        ax.set_title(f"test sample {i}", fontsize=9)
+        ax.set_title(f"test sample {i}", fontsize=9, y=1.0)
         ax.set_xticks(range(U.shape[2]))
         ax.set_yticks(range(U.shape[1]))
     if image is not None:
