@@ -98,6 +98,14 @@ def _curve(seed: int, metrics: tuple[str, ...] = ("hamming", "spearman")) -> dic
     return {"lambdas": lambdas, "metrics": values, "selected": selected}
 
 
+def _drawn_alone(fig, path) -> bytes:
+    """``fig`` drawn by matplotlib's own savefig (a new canvas and renderer)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
+    return path.read_bytes()
+
+
 def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) -> None:
     """The evaluate workers draw a figure per run with one Agg renderer per figure size
     (:func:`pipeline.runs.figures.save`): a later figure of a size drawn before reuses the
@@ -107,12 +115,8 @@ def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) ->
 
     from pipeline.runs import figures
 
-    def alone(fig) -> bytes:  # matplotlib's own savefig, a new canvas and renderer
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        path = tmp_path / "alone.png"
-        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
-        return path.read_bytes()
+    def alone(fig) -> bytes:
+        return _drawn_alone(fig, tmp_path / "alone.png")
 
     parses: list[str] = []
     parse = matplotlib._mathtext.Parser.parse
@@ -153,16 +157,11 @@ def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> 
     once, given each run's values): every PNG is the same bytes as the figure built anew
     for it, whatever the values' range (the colorbar's ticks), the true entries or the
     title, for permutation matrices and permutahedron vectors."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     from pipeline.runs import figures
     from projloss.target_losses import permutation_matrix
 
     def alone(U, truth, title) -> bytes:
-        path = tmp_path / "alone.png"
-        fig = figures.soft_permutations(U, truth, title)
-        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
-        return path.read_bytes()
+        return _drawn_alone(figures.soft_permutations(U, truth, title), tmp_path / "alone.png")
 
     rng = np.random.default_rng(0)
     cases = []
@@ -174,6 +173,46 @@ def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> 
         png = figures.save_soft_permutations(U, truth, title, tmp_path / "reused.png")
         assert png.read_bytes().startswith(PNG) and png.read_bytes() == alone(U, truth, title)
     assert len(figures._SOFT) >= 2  # one figure per shape, reused
+
+
+def test_validation_curves_reuse_their_figure_and_keep_their_bytes(tmp_path, monkeypatch) -> None:
+    """An evaluate worker draws the validation curves of its runs with one figure per
+    number of panels (:func:`pipeline.runs.figures.save_validation_curve`: built once,
+    given each run's curves): every PNG is the same bytes as the figure built anew for it,
+    whatever the lambda grid (its decades), the chosen lambdas (the dashed lines and the
+    panels' titles), the metrics' names and ranges (y labels and limits) or the title; a
+    panel without a chosen lambda (no dashed line) is a figure of its own."""
+    from pipeline.runs import figures
+
+    monkeypatch.setattr(figures, "_CURVES", {})  # no figure of a previous test
+    rng = np.random.default_rng(0)
+
+    def curve(metrics, lambdas, chosen, scale) -> dict:
+        values = {m: list(rng.uniform(0, scale, len(lambdas))) for m in metrics}
+        selected = {
+            m: {"index": i, "lambda": lambdas[i], "value": values[m][i]}
+            for m, i in zip(metrics, chosen, strict=True)
+            if i is not None
+        }
+        return {"lambdas": lambdas, "metrics": values, "selected": selected}
+
+    paper = list(np.logspace(-4, 4, 10))
+    short = list(np.logspace(-2.5, 1, 6))
+    ml = ("accuracy", "f1_micro", "f1_macro", "f1_samples")
+    cases = [
+        (curve(("hamming",), paper, (3,), 50.0), "iris: t1"),
+        (curve(ml, paper, (4, 4, 4, 0), 100.0), "birds: cube"),
+        (curve(("mae",), short, (5,), 2.0), "ERA: median"),  # other decades, range, name
+        (curve(ml, short, (1, 2, 3, 5), 1.0), "emotions: cube"),
+        (curve(("hamming",), paper, (0,), 0.01), "glass: t2"),
+        (curve(("hamming", "spearman"), paper, (None, 7), 30.0), "wine: no pick"),
+        (curve(("kendall", "spearman"), short, (None, 2), 3.0), "vehicle: no pick"),
+    ]
+    for tuned, title in cases:
+        png = figures.save_validation_curve(tuned, title, tmp_path / "reused.png")
+        fresh = _drawn_alone(figures.validation_curve(tuned, title), tmp_path / "alone.png")
+        assert png.read_bytes().startswith(PNG) and png.read_bytes() == fresh, title
+    assert len(figures._CURVES) == 3  # 1, 4 and 2 panels (one with no chosen lambda)
 
 
 def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
