@@ -99,10 +99,17 @@ def _curve(seed: int, metrics: tuple[str, ...] = ("hamming", "spearman")) -> dic
 
 
 def _drawn_alone(fig, path) -> bytes:
-    """``fig`` drawn by matplotlib's own savefig (a new canvas and renderer)."""
+    """``fig`` drawn by matplotlib's own savefig (a new canvas and renderer), with the run
+    figures' style and PNG options (:data:`pipeline.runs.figures.STYLE`, ``PNG_OPTIONS``)."""
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
+    from pipeline.runs import figures
+
+    with matplotlib.rc_context(figures.STYLE):
+        FigureCanvasAgg(fig).print_figure(
+            path, format="png", dpi=100, pil_kwargs=figures.PNG_OPTIONS
+        )
     return path.read_bytes()
 
 
