@@ -21,6 +21,8 @@ the heatmaps 67 -> 49 ms; 57 -> 28 ms per figure on average.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -256,6 +258,27 @@ def _share_renderer(fig: Any) -> None:
         _RENDERERS[key] = canvas.get_renderer()
     canvas.renderer = _RENDERERS[key]
     canvas._lastKey = key
+
+
+def _forget_fonts_after_fork() -> None:
+    """In a forked child: drop this process's renderers and matplotlib's cache of parsed
+    math texts, which hold the parent's FreeType fonts (``FT2Font``).
+
+    A font is not to be used across a fork (its FreeType library, and the file it reads
+    through a descriptor whose offset forked processes share): sibling workers drawing the
+    parent's cached ``10^k`` tick labels failed in ``FT_Load_Glyph`` ("invalid outline",
+    "too many hints"; tests/pipeline/test_splits.py's in-workers evaluate, 3 runs in 5 on
+    78c7349). matplotlib empties its own font cache at a fork for that reason, not these.
+    The math-text parser itself (the 0.6 s that :func:`warm_up` saves) holds no font and
+    stays."""
+    _RENDERERS.clear()
+    mathtext = sys.modules.get("matplotlib.mathtext")
+    if mathtext is not None:
+        mathtext.MathTextParser._parse_cached.cache_clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_fonts_after_fork)
 
 
 __all__ = [

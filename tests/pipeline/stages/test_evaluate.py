@@ -222,6 +222,52 @@ def test_validation_curves_reuse_their_figure_and_keep_their_bytes(tmp_path, mon
     assert len(figures._CURVES) == 3  # 1, 4 and 2 panels (one with no chosen lambda)
 
 
+_TICK_LABEL = "$\\mathdefault{10^{-2}}$"
+#: the fonts the parent drew the tick label with (a forked child inherits them, alive)
+_PARENT_FONTS: list = []
+
+
+def _tick_label_fonts() -> list:
+    """The FreeType fonts this process's renderer draws the ``10^{-2}`` tick label with."""
+    from matplotlib.font_manager import FontProperties
+
+    from pipeline.runs import figures
+
+    (renderer,) = figures._RENDERERS.values()
+    parse = renderer.mathtext_parser.parse(_TICK_LABEL, 100, FontProperties(size=10))
+    return [glyph[0] for glyph in parse.glyphs]
+
+
+def _draws_with_fonts_of_its_own(tmp_path) -> bool:
+    """In a forked worker: draw a validation curve, then say whether its tick label is
+    drawn with none of the fonts of the parent (kept alive there: no id is reused)."""
+    from pipeline.runs import figures
+
+    figures.save(figures.validation_curve(_curve(0), "child"), tmp_path / "child.png")
+    return not any(f is g for f in _tick_label_fonts() for g in _PARENT_FONTS)
+
+
+def test_forked_workers_draw_with_fonts_of_their_own(tmp_path, monkeypatch) -> None:
+    """A forked evaluate worker draws with FreeType fonts of its own, not those of the
+    figures its parent drew (:func:`pipeline.runs.figures._forget_fonts_after_fork`): a
+    font reads its file through a descriptor whose offset forked processes share, and
+    sibling workers drawing the parent's cached ``10^k`` tick labels failed in
+    ``FT_Load_Glyph`` (test_splits' in-workers evaluate, about one run in two)."""
+    import multiprocessing
+
+    from pipeline.runs import figures
+
+    monkeypatch.setattr(figures, "_RENDERERS", {})
+    figures.save(figures.validation_curve(_curve(0), "parent"), tmp_path / "parent.png")
+    _PARENT_FONTS[:] = _tick_label_fonts()
+    try:
+        assert _PARENT_FONTS  # the parent drew the tick label, parsed once and cached
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(_draws_with_fonts_of_its_own, (tmp_path,))
+    finally:
+        _PARENT_FONTS.clear()
+
+
 def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
     tmp_path, monkeypatch
 ) -> None:
