@@ -177,7 +177,12 @@ def save_soft_permutations(U: np.ndarray, truth: np.ndarray | None, title: str, 
     if key not in _SOFT:
         fig = soft_permutations(U, truth, title)
         _SOFT[key] = fig
-        return save(fig, path)
+        save(fig, path)
+        # the axis labels' places, found from the tick labels' boxes at each draw, stay
+        # where this draw put them: the tick labels (0..k-1) are the same for the shape
+        for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
+            axis.set_label_coords(*axis.label.get_position(), axis.label.get_transform())
+        return Path(path)
     fig = _SOFT[key]
     rows = U[:, None, :] if U.ndim == 2 else U
     marks = None if truth is None else (truth[:, None, :] if U.ndim == 2 else truth)
