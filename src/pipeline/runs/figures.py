@@ -14,9 +14,10 @@ label-ranking run, so the figures are kept cheap: :func:`save_validation_curve` 
 per decade and no minor ticks (:func:`_log_lambda_axis`), the panels' titles have a fixed
 place, and the PNG is drawn unhinted and encoded at zlib level 3 (:data:`STYLE`,
 :data:`PNG_OPTIONS`). Measured in a warm process (CPU seconds per figure, the tuned runs
-of ``data/tuning/{ml,lr,ord}.json`` and lr's heatmap shapes; 2 shared cores, noisy): ml's
-4-panel curves 137 -> 54 ms, lr's and ord's 1-panel curves 38 -> 16 ms and 36 -> 16 ms,
-the heatmaps 67 -> 49 ms; 57 -> 28 ms per figure on average.
+of ``data/tuning/{ml,lr,ord}.json`` and lr's heatmap shapes; 2 shared cores, 78c7349 and
+this code run in turn): ml's 4-panel curves 115 -> 58 ms, lr's and ord's 1-panel curves
+32 -> 16 ms, the heatmaps 63 -> 49 ms; 50 -> 28 ms per figure on average (1.8x; the curves
+2x, the heatmaps 1.3x: their cost is drawing their text, one tick label per label).
 """
 
 from __future__ import annotations
