@@ -176,8 +176,8 @@ def _figures(
     paths = []
     title = f"{comp.dataset}: {comp.label}"
     if comp.has_lambda and len(tuned["lambdas"]) > 1:
-        fig = figures.validation_curve(tuned, title)
-        paths.append(figures.save(fig, directory / "validation_curve.png"))
+        path = directory / "validation_curve.png"
+        paths.append(figures.save_validation_curve(tuned, title, path))
     if comp.task == "label_ranking" and comp.kind == "projection" and n > 0:
         X, y = data.test
         U = refitted.model_for(select_by[0]).project(X[:n])

@@ -98,6 +98,21 @@ def _curve(seed: int, metrics: tuple[str, ...] = ("hamming", "spearman")) -> dic
     return {"lambdas": lambdas, "metrics": values, "selected": selected}
 
 
+def _drawn_alone(fig, path) -> bytes:
+    """``fig`` drawn by matplotlib's own savefig (a new canvas and renderer), with the run
+    figures' style and PNG options (:data:`pipeline.runs.figures.STYLE`, ``PNG_OPTIONS``)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from pipeline.runs import figures
+
+    with matplotlib.rc_context(figures.STYLE):
+        FigureCanvasAgg(fig).print_figure(
+            path, format="png", dpi=100, pil_kwargs=figures.PNG_OPTIONS
+        )
+    return path.read_bytes()
+
+
 def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) -> None:
     """The evaluate workers draw a figure per run with one Agg renderer per figure size
     (:func:`pipeline.runs.figures.save`): a later figure of a size drawn before reuses the
@@ -107,12 +122,8 @@ def test_figures_share_a_renderer_and_keep_their_bytes(tmp_path, monkeypatch) ->
 
     from pipeline.runs import figures
 
-    def alone(fig) -> bytes:  # matplotlib's own savefig, a new canvas and renderer
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        path = tmp_path / "alone.png"
-        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
-        return path.read_bytes()
+    def alone(fig) -> bytes:
+        return _drawn_alone(fig, tmp_path / "alone.png")
 
     parses: list[str] = []
     parse = matplotlib._mathtext.Parser.parse
@@ -153,16 +164,11 @@ def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> 
     once, given each run's values): every PNG is the same bytes as the figure built anew
     for it, whatever the values' range (the colorbar's ticks), the true entries or the
     title, for permutation matrices and permutahedron vectors."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     from pipeline.runs import figures
     from projloss.target_losses import permutation_matrix
 
     def alone(U, truth, title) -> bytes:
-        path = tmp_path / "alone.png"
-        fig = figures.soft_permutations(U, truth, title)
-        FigureCanvasAgg(fig).print_figure(path, format="png", dpi=100)
-        return path.read_bytes()
+        return _drawn_alone(figures.soft_permutations(U, truth, title), tmp_path / "alone.png")
 
     rng = np.random.default_rng(0)
     cases = []
@@ -174,6 +180,92 @@ def test_soft_permutations_reuse_their_figure_and_keep_their_bytes(tmp_path) -> 
         png = figures.save_soft_permutations(U, truth, title, tmp_path / "reused.png")
         assert png.read_bytes().startswith(PNG) and png.read_bytes() == alone(U, truth, title)
     assert len(figures._SOFT) >= 2  # one figure per shape, reused
+
+
+def test_validation_curves_reuse_their_figure_and_keep_their_bytes(tmp_path, monkeypatch) -> None:
+    """An evaluate worker draws the validation curves of its runs with one figure per
+    number of panels (:func:`pipeline.runs.figures.save_validation_curve`: built once,
+    given each run's curves): every PNG is the same bytes as the figure built anew for it,
+    whatever the lambda grid (its decades), the chosen lambdas (the dashed lines and the
+    panels' titles), the metrics' names and ranges (y labels and limits) or the title; a
+    panel without a chosen lambda (no dashed line) is a figure of its own."""
+    from pipeline.runs import figures
+
+    monkeypatch.setattr(figures, "_CURVES", {})  # no figure of a previous test
+    rng = np.random.default_rng(0)
+
+    def curve(metrics, lambdas, chosen, scale) -> dict:
+        values = {m: list(rng.uniform(0, scale, len(lambdas))) for m in metrics}
+        selected = {
+            m: {"index": i, "lambda": lambdas[i], "value": values[m][i]}
+            for m, i in zip(metrics, chosen, strict=True)
+            if i is not None
+        }
+        return {"lambdas": lambdas, "metrics": values, "selected": selected}
+
+    paper = list(np.logspace(-4, 4, 10))
+    short = list(np.logspace(-2.5, 1, 6))
+    ml = ("accuracy", "f1_micro", "f1_macro", "f1_samples")
+    cases = [
+        (curve(("hamming",), paper, (3,), 50.0), "iris: t1"),
+        (curve(ml, paper, (4, 4, 4, 0), 100.0), "birds: cube"),
+        (curve(("mae",), short, (5,), 2.0), "ERA: median"),  # other decades, range, name
+        (curve(ml, short, (1, 2, 3, 5), 1.0), "emotions: cube"),
+        (curve(("hamming",), paper, (0,), 0.01), "glass: t2"),
+        (curve(("hamming", "spearman"), paper, (None, 7), 30.0), "wine: no pick"),
+        (curve(("kendall", "spearman"), short, (None, 2), 3.0), "vehicle: no pick"),
+    ]
+    for tuned, title in cases:
+        png = figures.save_validation_curve(tuned, title, tmp_path / "reused.png")
+        fresh = _drawn_alone(figures.validation_curve(tuned, title), tmp_path / "alone.png")
+        assert png.read_bytes().startswith(PNG) and png.read_bytes() == fresh, title
+    assert len(figures._CURVES) == 3  # 1, 4 and 2 panels (one with no chosen lambda)
+
+
+_TICK_LABEL = "$\\mathdefault{10^{-2}}$"
+#: the fonts the parent drew the tick label with (a forked child inherits them, alive)
+_PARENT_FONTS: list = []
+
+
+def _tick_label_fonts() -> list:
+    """The FreeType fonts this process's renderer draws the ``10^{-2}`` tick label with."""
+    from matplotlib.font_manager import FontProperties
+
+    from pipeline.runs import figures
+
+    (renderer,) = figures._RENDERERS.values()
+    parse = renderer.mathtext_parser.parse(_TICK_LABEL, 100, FontProperties(size=10))
+    return [glyph[0] for glyph in parse.glyphs]
+
+
+def _draws_with_fonts_of_its_own(tmp_path) -> bool:
+    """In a forked worker: draw a validation curve, then say whether its tick label is
+    drawn with none of the fonts of the parent (kept alive there: no id is reused)."""
+    from pipeline.runs import figures
+
+    figures.save(figures.validation_curve(_curve(0), "child"), tmp_path / "child.png")
+    return not any(f is g for f in _tick_label_fonts() for g in _PARENT_FONTS)
+
+
+def test_forked_workers_draw_with_fonts_of_their_own(tmp_path, monkeypatch) -> None:
+    """A forked evaluate worker draws with FreeType fonts of its own, not those of the
+    figures its parent drew (:func:`pipeline.runs.figures._forget_fonts_after_fork`): a
+    font reads its file through a descriptor whose offset forked processes share, and
+    sibling workers drawing the parent's cached ``10^k`` tick labels failed in
+    ``FT_Load_Glyph`` (test_splits' in-workers evaluate, about one run in two)."""
+    import multiprocessing
+
+    from pipeline.runs import figures
+
+    monkeypatch.setattr(figures, "_RENDERERS", {})
+    figures.save(figures.validation_curve(_curve(0), "parent"), tmp_path / "parent.png")
+    _PARENT_FONTS[:] = _tick_label_fonts()
+    try:
+        assert _PARENT_FONTS  # the parent drew the tick label, parsed once and cached
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(_draws_with_fonts_of_its_own, (tmp_path,))
+    finally:
+        _PARENT_FONTS.clear()
 
 
 def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
