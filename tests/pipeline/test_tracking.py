@@ -525,3 +525,25 @@ def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
 
     text = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="config.yaml"))
     assert yaml.safe_load(text.read_text()) == configs[0]
+
+
+def test_a_logged_model_of_a_deleted_or_missing_run_is_mlflows_error(tmp_path: Path) -> None:
+    """:func:`pipeline.runs.mlflow_bulk.insert_logged_model` refuses a deleted or unknown
+    run with MLflow's own errors (those of ``create_logged_model``/``log_outputs``), and
+    writes nothing."""
+    from mlflow.exceptions import MlflowException
+
+    from pipeline.runs.mlflow_bulk import insert_logged_model
+
+    tracker = MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+    store = tracker.client._tracking_client.store
+    with tracker.parent_run(task="ordinal", name="gone") as run_id:
+        pass
+    experiment = tracker.client.get_experiment(tracker.client.get_run(run_id).info.experiment_id)
+    tracker.client.delete_run(run_id)
+    with pytest.raises(MlflowException, match="must be in the 'active' state"):
+        insert_logged_model(store, experiment, run_id, "m", {}, {}, [])
+    with pytest.raises(MlflowException, match="not found") as missing:
+        insert_logged_model(store, experiment, "0" * 32, "m", {}, {}, [])
+    assert missing.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+    assert tracker.client.search_logged_models([experiment.experiment_id]) == []

@@ -1,4 +1,4 @@
-"""Child runs written to an MLflow database store in one transaction.
+"""Child runs and logged models written to an MLflow database store in one transaction.
 
 A tuned run has one child run per lambda of its grid (2,140 in ``make repro``). MLflow's
 client writes one in three transactions (``create_run``, ``log_batch``,
@@ -10,6 +10,10 @@ transaction of the store's own SQLAlchemy session (Core inserts, one per table),
 MLflow's validation of the keys and values. It is for MLflow's ``SqlAlchemyStore``
 (SQLite, PostgreSQL, MySQL); a tracking server's client logs the child runs one by one
 (:meth:`pipeline.runs.tracking.MLflowTracker.child_runs`).
+
+The evaluate stage logs every refitted model (270 in ``make repro``): MLflow's client
+writes a logged model in five transactions; :func:`insert_logged_model` writes the same
+rows in one (:meth:`pipeline.runs.tracking.MLflowTracker.log_model_files`).
 """
 
 from __future__ import annotations
@@ -229,11 +233,18 @@ def insert_logged_model(
     }
     with store.ManagedSessionMaker(read_only=False) as session:
         stage = session.query(SqlRun.lifecycle_stage).filter_by(run_uuid=run_id).scalar()
-        if stage != LifecycleStage.ACTIVE:
+        if stage != LifecycleStage.ACTIVE:  # MLflow's errors (_get_run, _check_run_is_active)
             from mlflow.exceptions import MlflowException
+            from mlflow.protos.databricks_pb2 import (
+                INVALID_PARAMETER_VALUE,
+                RESOURCE_DOES_NOT_EXIST,
+            )
 
+            if stage is None:
+                raise MlflowException(f"Run with id={run_id} not found", RESOURCE_DOES_NOT_EXIST)
             raise MlflowException(
-                f"The run {run_id} must be in the 'active' state. Current state is {stage}."
+                f"The run {run_id} must be in the 'active' state. Current state is {stage}.",
+                INVALID_PARAMETER_VALUE,
             )
         for table, values in rows.items():
             if values:
