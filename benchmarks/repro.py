@@ -162,6 +162,28 @@ def _compare_markdown(comp: dict[str, Any]) -> str:
     )
 
 
+def _other_comparisons(comp: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str:
+    """The other back-to-back measurements of ``comp``'s commits (the machine drifts
+    between them: each is a result, the newest is not the only one), newest first."""
+    same = [
+        c
+        for c in comps
+        if c is not comp
+        and c.get("commits") == comp["commits"]
+        and not c.get("overrides")
+        and c.get("speedup")
+    ]
+    if not same:
+        return ""
+    items = "; ".join(
+        f"`{c['file']}` ({c['date']}): "
+        + ", ".join(f"{s} {_seconds((c.get('best_seconds') or {}).get(s))} s" for s in c["commits"])
+        + f", **{c['speedup']:.2f}x**"
+        for c in same
+    )
+    return f"\n\nOther back-to-back measurements of the same commits: {items}."
+
+
 @section("repro", "make repro (all the paper's tables)", order=90)
 def run(ctx: Context) -> SectionResult:
     """The newest ``make repro`` measurement of ``benchmarks/history/`` (not re-measured)
@@ -211,6 +233,7 @@ def run(ctx: Context) -> SectionResult:
         md += f"\n\nA newer record exists: {_describe(newest)}."
     if comp is not None:
         md += "\n\n" + _compare_markdown(comp)
+        md += _other_comparisons(comp, comps)
     elif comps:
         md += "\n\nNo full back-to-back comparison; newest: " + _compare_markdown(comps[0])
     data = {"repro/seconds": full["repro_seconds"], "repro/commit": full["short"]}

@@ -210,6 +210,33 @@ def test_comparison_takes_each_commits_best_round(history: Path) -> None:
     assert "| `evaluate` | 75 (7) | 10 (7) | 7.50x |" in md
     assert "| **total** (`make repro`) | 290 | 140 | 2.07x |" in md
     assert "compare-old-new.json" in md and "2.07x" in md
+    assert "Other back-to-back" not in md
+
+
+def test_other_comparisons_of_the_same_commits_are_listed(history: Path) -> None:
+    """The machine drifts between back-to-back measurements of the same two commits: the
+    newest is the checked figure, the others are listed beside it (newest first), not
+    those of other commits or partial runs."""
+    rounds = [_measured("old", 300.0, {"tune": 150.0}), _measured("new", 140.0, {"tune": 90.0})]
+    _record(history, "new", repro_seconds=140.0, breakdown=rounds[1]["breakdown"])
+    for name, date, old, new in (
+        ("compare-old-new.json", "2026-05-03 00:00 UTC", 300.0, 160.0),
+        ("compare-old-new-pair1.json", "2026-05-01 00:00 UTC", 310.0, 140.0),
+        ("compare-old-new-pair2.json", "2026-05-02 00:00 UTC", 290.0, 150.0),
+        ("compare-x-new.json", "2026-04-30 00:00 UTC", 900.0, 150.0),
+    ):
+        commits = ["x", "new"] if name.startswith("compare-x") else ["old", "new"]
+        comp = repro.comparison(
+            [_measured(commits[0], old, {"tune": 1.0}), _measured("new", new, {"tune": 1.0})],
+            commits,
+        )
+        comp["date"] = date
+        (history / name).write_text(json.dumps(comp), encoding="utf-8")
+    md = repro.run(Context(quick=True)).markdown
+    other = md.split("Other back-to-back measurements of the same commits: ")[1]
+    assert other.index("pair2") < other.index("pair1")  # newest first
+    assert "old 290 s, new 150 s, **1.93x**" in other and "**2.21x**" in other
+    assert "compare-x-new" not in other and "compare-old-new.json" not in other
 
 
 def test_commits_resolve_in_order() -> None:
