@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.cluster import services
-from pipeline.runs.tracking import MLflowTracker, Tracker, TrackingSettings, prepare_model
+from pipeline.runs.tracking import (
+    MLflowTracker,
+    Tracker,
+    TrackingSettings,
+    prepare_model,
+    run_params_and_step_metrics,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -73,7 +79,9 @@ def test_a_logged_model_in_one_transaction_on_postgresql(postgres_uri: str, tmp_
             if how == "rows":
                 tracker.log_model(model, "ridge", X_example=X[:2])
             else:  # MLflow's client calls (as to a tracking server), the same saved files
-                tracker._log_model_client(saved, str(tmp_path / "client"), "ridge", run_id)
+                read = run_params_and_step_metrics(tracker.client, run_id)
+                local = str(tmp_path / "client")
+                tracker._log_model_client(saved, local, "ridge", run_id, *read)
         logged[how] = run_id
     client = MlflowClient(postgres_uri)
     exp = client.get_run(logged["rows"]).info.experiment_id

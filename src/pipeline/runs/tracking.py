@@ -885,10 +885,12 @@ class MLflowTracker(Tracker):
         ):
             local = os.path.join(tmp, "model")
             store = self.client._tracking_client.store
+            params, metrics = run_params_and_step_metrics(self.client, run_id, step=0)
+            saved = (path, local, name, run_id, params, metrics)
             if is_sql_store(store) and self._exp_id is not None:
-                model_id = self._log_model_rows(store, path, local, name, run_id)
+                model_id = self._log_model_rows(store, self._exp_id, *saved)
             else:
-                model_id = self._log_model_client(path, local, name, run_id)
+                model_id = self._log_model_client(*saved)
             if registered_name is not None:
                 _register_model(
                     f"models:/{model_id}",
@@ -897,49 +899,59 @@ class MLflowTracker(Tracker):
                     local_model_path=local,
                 )
 
-    def _log_model_rows(self, store: Any, path: Path, local: str, name: str, run_id: str) -> str:
+    def _log_model_rows(
+        self,
+        store: Any,
+        exp_id: str,
+        path: Path,
+        local: str,
+        name: str,
+        run_id: str,
+        params: dict[str, str],
+        metrics: list[Any],
+    ) -> str:
         """:meth:`_log_prepared` to a database store: the files to the logged model's
         artifact location, then its rows in one transaction; return its id."""
-        from mlflow.entities import LoggedModelOutput, Metric
-        from mlflow.models import Model
+        from mlflow.entities import LoggedModelOutput
         from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
         from mlflow.tracking.context import registry as context_registry
 
         from .mlflow_bulk import insert_logged_model, model_artifact_location, new_model_id
 
-        assert self._exp_id is not None
-        if self._exp_id not in self._experiment_entities:
-            self._experiment_entities[self._exp_id] = self.client.get_experiment(self._exp_id)
-        experiment = self._experiment_entities[self._exp_id]
+        if exp_id not in self._experiment_entities:
+            self._experiment_entities[exp_id] = self.client.get_experiment(exp_id)
+        experiment = self._experiment_entities[exp_id]
         if self._model_tags is None:  # the process's user, source and commit: once
             self._model_tags = context_registry.resolve_tags(None)
-        params, metrics = run_params_and_step_metrics(self.client, run_id, step=0)
         model_id = new_model_id()
         location = model_artifact_location(store, experiment.artifact_location, model_id)
-        mlflow_model = Model(
-            artifact_path=location, model_uuid=model_id, run_id=run_id, model_id=model_id
-        )
-        _copy_prepared_model(path=local, mlflow_model=mlflow_model, prepared=str(path))
+        _model_files(local, path, run_id, model_id, location)
         get_artifact_repository(location, tracking_uri=self.client.tracking_uri).log_artifacts(
             local
         )
-        linked = [Metric(m.key, m.value, m.timestamp, m.step, model_id=model_id) for m in metrics]
+        linked = _linked_metrics(metrics, model_id)
         insert_logged_model(
             store, experiment, run_id, name, params, self._model_tags, linked, model_id=model_id
         )
         self._add_active_output(run_id, LoggedModelOutput(model_id, step=0))
         return model_id
 
-    def _log_model_client(self, path: Path, local: str, name: str, run_id: str) -> str:
+    def _log_model_client(
+        self,
+        path: Path,
+        local: str,
+        name: str,
+        run_id: str,
+        params: dict[str, str],
+        metrics: list[Any],
+    ) -> str:
         """:meth:`_log_prepared` with MLflow's client calls (a tracking server); return the
         logged model's id."""
         import mlflow
-        from mlflow.entities import LoggedModelOutput, Metric
-        from mlflow.models import Model
+        from mlflow.entities import LoggedModelOutput
         from mlflow.tracking.fluent import _create_logged_model, _use_logged_model
         from mlflow.utils.mlflow_tags import MLFLOW_MODEL_IS_EXTERNAL
 
-        params, metrics = run_params_and_step_metrics(self.client, run_id, step=0)
         model = _create_logged_model(
             name=name,
             source_run_id=run_id,
@@ -952,18 +964,9 @@ class MLflowTracker(Tracker):
             self.client.log_outputs(run_id=run_id, models=[output])
             self._add_active_output(run_id, output)
             if metrics:
-                linked = [
-                    Metric(m.key, m.value, m.timestamp, m.step, model_id=model.model_id)
-                    for m in metrics
-                ]
+                linked = _linked_metrics(metrics, model.model_id)
                 self.client.log_batch(run_id=run_id, metrics=linked)
-            mlflow_model = Model(
-                artifact_path=model.artifact_location,
-                model_uuid=model.model_id,
-                run_id=run_id,
-                model_id=model.model_id,
-            )
-            _copy_prepared_model(path=local, mlflow_model=mlflow_model, prepared=str(path))
+            _model_files(local, path, run_id, model.model_id, model.artifact_location)
             self.client.log_model_artifacts(model.model_id, local)
             if model.tags.get(MLFLOW_MODEL_IS_EXTERNAL, "false").lower() == "true":
                 self.client.delete_logged_model_tag(model.model_id, MLFLOW_MODEL_IS_EXTERNAL)
@@ -1153,6 +1156,23 @@ def _requirements_unchecked() -> Iterator[None]:
 
 def _pinned_here(requirements: Sequence[str]) -> None:
     """The requirements check of :func:`_requirements_unchecked`: nothing to check."""
+
+
+def _linked_metrics(metrics: list[Any], model_id: str) -> list[Any]:
+    """The run's ``metrics`` (``mlflow.entities.Metric``) linked to logged model ``model_id``."""
+    from mlflow.entities import Metric
+
+    return [Metric(m.key, m.value, m.timestamp, m.step, model_id=model_id) for m in metrics]
+
+
+def _model_files(local: str, prepared: Path, run_id: str, model_id: str, location: str) -> None:
+    """The files of logged model ``model_id`` (of run ``run_id``, stored at ``location``) in
+    ``local``: those :func:`prepare_model` saved in ``prepared``, their MLmodel given the
+    logged model's identity (:func:`_copy_prepared_model`)."""
+    from mlflow.models import Model
+
+    identity = Model(artifact_path=location, model_uuid=model_id, run_id=run_id, model_id=model_id)
+    _copy_prepared_model(path=local, mlflow_model=identity, prepared=str(prepared))
 
 
 #: the attributes of an MLmodel that name the logged model (the rest: the saved files')
