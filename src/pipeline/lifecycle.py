@@ -52,7 +52,8 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-_INSTALLED = False
+#: the process that installed the handlers (a forked child inherits them, not the role)
+_OWNER: int | None = None
 #: depth of the critical sections of this process (see :func:`critical`)
 _CRITICAL = 0
 #: a signal received inside a critical section, raised when it ends
@@ -65,6 +66,13 @@ def _interrupt(signum: int) -> KeyboardInterrupt:
 
 def _on_signal(signum: int, frame: object) -> None:
     global _PENDING
+    if os.getpid() != _OWNER:
+        # A forked child that has not set its own handlers yet (a pool worker still in
+        # multiprocessing's bootstrap): the stage's cleanup is not its to run. It dies of
+        # the signal as if it had never inherited the handler.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     if signum == signal.SIGTERM:
         # Once: a second SIGTERM during the cleanup must not interrupt the cleanup.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -93,14 +101,16 @@ def critical() -> Iterator[None]:
 
 def install_signal_handlers() -> None:
     """SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt``, in the main
-    thread, except inside a :func:`critical` section. No-op outside the main thread."""
-    global _INSTALLED
-    if _INSTALLED or threading.current_thread() is not threading.main_thread():
+    thread, except inside a :func:`critical` section, in this process only (a forked
+    child that receives one before it sets its own handlers dies of it, without a
+    traceback). No-op outside the main thread."""
+    global _OWNER
+    if _OWNER == os.getpid() or threading.current_thread() is not threading.main_thread():
         return
     signal.signal(signal.SIGTERM, _on_signal)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_signal)
-    _INSTALLED = True
+    _OWNER = os.getpid()
 
 
 def die_with_parent() -> None:

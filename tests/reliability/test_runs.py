@@ -360,7 +360,7 @@ def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> No
     exception inside a database transaction would leave the store unusable)."""
     from pipeline import lifecycle
 
-    monkeypatch.setattr(lifecycle, "_INSTALLED", False)
+    monkeypatch.setattr(lifecycle, "_OWNER", None)
     old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     steps = []
     try:
@@ -376,6 +376,47 @@ def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> No
             os.kill(os.getpid(), signal.SIGINT)  # outside: raised at once
             steps.append("never")
         assert steps == ["write done"]
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_forked_child_dies_of_a_signal_its_parent_would_clean_up_after(
+    monkeypatch, signum: int
+) -> None:
+    """A forked child that still has the stage's handlers (a pool worker in
+    multiprocessing's bootstrap, before its initializer resets them) dies of SIGTERM or
+    SIGINT as if it had never inherited them: no :class:`Terminated` raised in it, no
+    traceback, the stage's cleanup left to the stage."""
+    from pipeline import lifecycle
+
+    monkeypatch.setattr(lifecycle, "_OWNER", None)
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        lifecycle.install_signal_handlers()
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the inherited handlers, nothing reset
+            code = 0
+            try:
+                os.write(ready_w, b"1")
+                import time
+
+                time.sleep(60)
+            except BaseException:  # what the inherited handler raised: the failure
+                code = 3
+            os._exit(code)
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"1"
+        os.close(ready_r)
+        os.kill(pid, signum)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status), f"the child exited with {os.waitstatus_to_exitcode(status)}"
+        assert os.WTERMSIG(status) == signum
+        with pytest.raises(Terminated):  # the process that installed them still raises
+            os.kill(os.getpid(), signal.SIGTERM)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
