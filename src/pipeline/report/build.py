@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,9 @@ def build_report(
         figure_files = fig_mod.write_all(root, out_dir, built, paper_mod.layout(layout))
         files += figure_files
     findings = check_findings(built)
-    readme = render_readme(built, notes, markers, findings, results, figure_files, files)
+    readme = render_readme(
+        built, notes, markers, findings, results, figure_files, files, experiments
+    )
     files.append(_write(out_dir / "README.md", readme))
     return Report(built, files, findings)
 
@@ -309,6 +311,7 @@ def render_readme(
     results: Results,
     figure_files: list[Path],
     files: list[Path],
+    experiments: Sequence[str] | None = None,
 ) -> str:
     lines = [
         "# Reproducing the paper's tables",
@@ -333,7 +336,7 @@ def render_readme(
         if f["holds"] is False and why:
             lines += [f"**{f['claim']}: why not.** {why}", ""]
     n_fits = n_bad = 0
-    for path in results.files():
+    for path in results.files(experiments):  # not another list's leftovers
         parts = path.relative_to(results.root / EVAL_DIR).parts  # experiment, run..., file
         res = results.get(parts[0], "/".join(parts[1:-1]))
         if res is not None:

@@ -9,6 +9,7 @@ size, and the MLflow run id (``run_id``) that every report cell cites. Split swe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,12 @@ class Results:
             refit=data.get("refit") if "splits" not in data else None,
         )
 
-    def files(self) -> list[Path]:
-        """Every results file under ``data/eval`` (for logging the inputs)."""
-        return sorted((self.root / EVAL_DIR).glob(f"**/{RESULTS}"))
+    def files(self, experiments: Iterable[str] | None = None) -> list[Path]:
+        """Every results file under ``data/eval``, of ``experiments`` only when given:
+        another list's outputs left beside them (``make repro-repeated``'s seeds) are not
+        this report's."""
+        base = self.root / EVAL_DIR
+        if experiments is None:
+            return sorted(base.glob(f"**/{RESULTS}"))
+        keys = dict.fromkeys(experiments)
+        return sorted(p for key in keys for p in (base / key).glob(f"**/{RESULTS}"))

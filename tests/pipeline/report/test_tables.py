@@ -273,3 +273,10 @@ def test_non_converged_fits_are_marked(root: Path, layout: Path, tmp_path: Path)
     assert "`†`: the fit of the cell" in (out / "demo.md").read_text()
     # wine/run-b: one grid fit and its refit; every other run converged or has no flags
     assert "Non-converged fits: 2 (of the " in (out / "README.md").read_text()
+    # another list's outputs left under data/eval (make repro-repeated's seeds) are not
+    # counted in a report of this list (they were, and moved the committed README)
+    write_result(root, "lr-wine-seed1", "run-b", **bad)
+    build_report(root, out, layout=layout, figures=False, experiments=["lr-wine", "lr-iris"])
+    assert "Non-converged fits: 2 (of the " in (out / "README.md").read_text()
+    build_report(root, out, layout=layout, figures=False)  # no list: every results file
+    assert "Non-converged fits: 4 (of the " in (out / "README.md").read_text()
