@@ -111,10 +111,11 @@ def _note_other_outputs(root: Path, experiments: Sequence[str] | None) -> None:
     if others:
         shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
         log.warning(
-            "warning: %s are not outputs of params.yaml's experiments (another list's, e.g. "
-            "make repro-repeated's): the report does not read them, but dvc.lock hashes them "
-            "with this stage's dependencies, so a clone restored by dvc pull will see the "
-            "report as changed; move them out of the project to keep dvc.lock portable",
+            "warning: outputs of experiments that params.yaml does not list (another "
+            "list's, e.g. make repro-repeated's): %s; the report does not read them, but "
+            "dvc.lock hashes them with this stage's dependencies, so a clone restored by dvc "
+            "pull will see the report as changed; move them out of the project to keep "
+            "dvc.lock portable",
             shown,
         )
 
