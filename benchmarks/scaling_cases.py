@@ -330,7 +330,7 @@ def case_birkhoff(params: dict[str, Any]) -> dict[str, Any]:
 
 def case_ordinal(params: dict[str, Any]) -> dict[str, Any]:
     """Table 4's protocol on one dataset's splits: per split the tune, refit and evaluate
-    cores (models saved and reloaded as the stages do), serially; the prepared splits are
+    cores (each split's models saved and reloaded), serially; the prepared splits are
     loaded before the clock starts."""
     from pipeline.data import load_prepared
     from pipeline.runs import parallel as sweep

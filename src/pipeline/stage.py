@@ -314,18 +314,12 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
     root = _out(MODELS_DIR / key)
     n_jobs = _n_jobs(params)
     swept = {rid: run for rid, run in typed.items() if run.splits is not None}
-    if swept:
+    if swept:  # a task per run: its splits' models in one file (refit.save_splits)
         log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), n_jobs)
-        parallel.sweep(
-            swept,
-            lambda rid, run_s, split: (
-                run_s,
-                tuning["runs"][rid]["tune"]["splits"][str(split)],
-                root / rid / f"split{split:02d}",
-            ),
-            parallel.refit_task,
-            n_jobs,
-        )
+        sweep_tasks = [
+            (run, tuning["runs"][rid]["tune"]["splits"], root / rid) for rid, run in swept.items()
+        ]
+        parallel.run_tasks(parallel.refit_splits_task, sweep_tasks, n_jobs)
     plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
     log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
     tasks = [(typed[rid], e["tune"], root / rid) for rid, e in plain.items()]
@@ -375,23 +369,21 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         import mlflow  # noqa: F401
     pending = parallel.iter_tasks(parallel.evaluate_recorded_task, tasks, n_jobs)
-    if swept_runs:
-        keys, split_tasks = parallel.sweep_tasks(
-            swept_runs,
-            lambda rid, run_s, split: (
-                run_s,
-                tuning["runs"][rid]["tune"]["splits"][str(split)],
-                _out(MODELS_DIR / key / rid / f"split{split:02d}"),
-            ),
-        )
-        pending_splits = parallel.iter_tasks(parallel.evaluate_task, split_tasks, n_jobs)
+    # a swept run's splits in one task (its models in one file): each run logged when
+    # its task is done, while the workers go on with the next runs
+    swept = parallel.iter_tasks(
+        parallel.evaluate_splits_task,
+        [
+            (run, tuning["runs"][rid]["tune"]["splits"], _out(MODELS_DIR / key / rid))
+            for rid, run in swept_runs.items()
+        ],
+        n_jobs,
+    )
     tracker = _tracker_or_stop(params, key)
-    # a swept run's splits by run: each logged when its last split is evaluated
-    swept = parallel.by_run(keys, pending_splits) if swept_runs else iter(())
     for rid, entry in tuning["runs"].items():
         run = typed[rid]
         if run.splits is not None:  # evaluated before its run is resumed
-            _, splits = next(swept)  # the swept runs in the same order
+            splits = next(swept)  # the swept runs in the same order
         start = time.perf_counter()
         comp = run.composition
         record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}

@@ -13,7 +13,7 @@ once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the tracking: a r
 logging is recorded in its task and replayed by the stage (:func:`tune_recorded_task`,
 :func:`evaluate_recorded_task`: one writer to the store); a split sweep is one MLflow
 parent run per composition and dataset with the per-split values as metric steps, one
-models directory per split, one ``results.json`` per run.
+models file for all the splits of a run, one ``results.json`` per run.
 """
 
 from __future__ import annotations
@@ -87,6 +87,38 @@ def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> 
     result = core.run(run, load(run.config), tuned, refit_core.load(directory), None)
     result.pop("seconds", None)
     return result
+
+
+def refit_splits_task(
+    run: RunConfig, tuned: Mapping[str, Mapping[str, Any]], directory: Path
+) -> None:
+    """Refit every split of a swept run (``tuned``: split as a string -> its tuning) and
+    save them to one file in ``directory`` (:func:`pipeline.runs.refit.save_splits`)."""
+    from . import refit as core
+
+    refitted = {}
+    for split in run.splits or ():
+        run_s = run.for_split(split)
+        refitted[split] = core.run(run_s, load(run_s.config), tuned[str(split)])
+    core.save_splits(refitted, directory)
+
+
+def evaluate_splits_task(
+    run: RunConfig, tuned: Mapping[str, Mapping[str, Any]], directory: Path
+) -> dict[str, dict[str, Any]]:
+    """Score every split of a swept run with its saved models (one file, loaded once):
+    split as a string -> the split's result (no files, no tracking)."""
+    from . import evaluate as core
+    from . import refit as refit_core
+
+    refitted = refit_core.load_splits(directory)
+    out = {}
+    for split in run.splits or ():
+        run_s = run.for_split(split)
+        result = core.run(run_s, load(run_s.config), tuned[str(split)], refitted[split], None)
+        result.pop("seconds", None)
+        out[str(split)] = result
+    return out
 
 
 def evaluate_recorded_task(
@@ -296,24 +328,14 @@ def sweep_tasks(
     return keys, tasks
 
 
-def collect(
-    runs: Mapping[str, Any], keys: Sequence[tuple[str, int]], results: Iterable[Any]
-) -> dict[str, dict[str, Any]]:
-    """The results of a split sweep's tasks (in the order of ``keys``): run id -> split (as
-    a string, the JSON key) -> result."""
-    out: dict[str, dict[str, Any]] = {rid: {} for rid in runs}
-    for (rid, split), result in zip(keys, results, strict=True):
-        out[rid][str(split)] = result
-    return out
-
-
 def by_run(
     keys: Sequence[tuple[str, int]], results: Iterable[Any]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The results of a split sweep's tasks (in the order of ``keys``, a run's splits
     together) by run, each run as soon as its last split's result comes: ``(run id,
-    split as a string -> result)``. The stages log a run while the workers go on with the
-    next runs' splits (:func:`collect` waits for them all).
+    split as a string -> result)``. The tune stage logs a run while the workers go on
+    with the next runs' splits (the refit and evaluate stages give a swept run's splits to
+    one task: :func:`refit_splits_task`, :func:`evaluate_splits_task`).
 
     Examples
     --------
@@ -327,16 +349,3 @@ def by_run(
         if i + 1 == len(keys) or keys[i + 1][0] != rid:  # its last split (keys are known)
             yield rid, splits
             splits = {}
-
-
-def sweep(
-    runs: Mapping[str, RunConfig],
-    make_task: Callable[[str, RunConfig, int], tuple],
-    fn: Callable[..., Any],
-    n_jobs: int,
-) -> dict[str, dict[str, Any]]:
-    """``fn`` on every (run, split) of ``runs`` (runs with ``splits``): run id -> split
-    (as a string, the JSON key) -> result. ``make_task(rid, run_s, split)`` builds the
-    arguments of one task from the run of that split (:meth:`RunConfig.for_split`)."""
-    keys, tasks = sweep_tasks(runs, make_task)
-    return collect(runs, keys, run_tasks(fn, tasks, n_jobs))

@@ -1,5 +1,6 @@
 """The stages of a split sweep (an experiment with ``splits``, as ``ord-splits``): tune,
-refit and evaluate on two workers, each run logged when its splits are done."""
+refit and evaluate on two workers, each run logged when its splits are done, its splits'
+models in one file."""
 
 from __future__ import annotations
 
@@ -77,6 +78,8 @@ def test_a_split_sweep_is_tuned_refitted_and_evaluated(tmp_path: Path, mirror: P
     for stage in ("tune", "refit", "evaluate"):
         _stage(root, stage, "sweep")
 
+    from pipeline.runs.refit import load_splits
+
     runs = [f"{ds}/{run}" for run in ("median", "reals-order_simplex") for ds in DATASETS]
     tuning = json.loads((root / "data/tuning/sweep.json").read_text())
     assert sorted(tuning["runs"]) == sorted(runs)
@@ -85,8 +88,17 @@ def test_a_split_sweep_is_tuned_refitted_and_evaluated(tmp_path: Path, mirror: P
     for rid in runs:
         splits = tuning["runs"][rid]["tune"]["splits"]
         assert sorted(splits) == [str(s) for s in SPLITS]
-        for s in SPLITS:
-            assert (root / "models/sweep" / rid / f"split{s:02d}" / "refit.json").is_file()
+        # the run's splits in one file (DVC hashes every file of models/), their index
+        models_dir = root / "models/sweep" / rid
+        assert sorted(p.name for p in models_dir.iterdir()) == ["refit.json", "splits.joblib"]
+        index = json.loads((models_dir / "refit.json").read_text())
+        refitted = load_splits(models_dir)
+        assert sorted(refitted) == SPLITS and sorted(index["splits"]) == [str(s) for s in SPLITS]
+        for s in SPLITS:  # each split's model refitted with the lambda its tuning chose
+            chosen = splits[str(s)]["selected"]["mae"]
+            assert refitted[s].selection["mae"] == chosen["index"]
+            assert refitted[s].lambdas[chosen["index"]] == chosen["lambda"]
+            assert index["splits"][str(s)]["selection"] == refitted[s].selection
         results = json.loads((root / "data/eval/sweep" / rid / "results.json").read_text())
         dataset, name = rid.split("/")
         for s in SPLITS:  # the splits of this run, each with the lambda its tuning chose
