@@ -107,10 +107,10 @@ def install_signal_handlers() -> None:
     global _OWNER
     if _OWNER == os.getpid() or threading.current_thread() is not threading.main_thread():
         return
+    _OWNER = os.getpid()  # first: a signal right after the next line is this process's
     signal.signal(signal.SIGTERM, _on_signal)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_signal)
-    _OWNER = os.getpid()
 
 
 def die_with_parent() -> None:
