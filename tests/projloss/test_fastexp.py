@@ -12,7 +12,15 @@ import numba
 import numpy as np
 import pytest
 
-from projloss._fastexp import count_outside, exp_fast, exp_inplace, exp_into, row_max, row_sum
+from projloss._fastexp import (
+    count_outside,
+    div_by,
+    exp_fast,
+    exp_inplace,
+    exp_into,
+    row_max,
+    row_sum,
+)
 from projloss.sets import MatrixCube, Simplex, UnitCube
 from projloss.sets._birkhoff_solvers import _oracle_kl
 from projloss.sets.simplex import softmax
@@ -73,6 +81,44 @@ def test_row_reductions_and_count(k):
     w[-1] = np.inf if k > 1 else np.nan
     assert count_outside(w, big) == (2 if k > 1 else 1)
     assert count_outside(np.array([-2.0, 2.0, 2.5, -3.0]), 2.0) == 2
+
+
+@numba.njit(cache=False)
+def _div_by_loop(a, s, out):
+    for i in range(a.size):
+        out[i] = div_by(a[i], s[i], 1.0 / s[i])
+
+
+def test_div_by_gives_the_bits_of_the_division():
+    """The reciprocal and its exact correction give the correctly rounded quotient, as
+    ``a / s`` does, over the range the softmax uses it in (entries and sums in
+    [2^-900, 2^900]), with the hard cases: significands of all ones, powers of two,
+    a = s, a just below s, a tiny against s and 0."""
+    rng = np.random.default_rng(0)
+    m = 1_000_000
+    a = rng.uniform(1, 2, m) * 2.0 ** rng.integers(-900, 900, m)
+    s = rng.uniform(1, 2, m) * 2.0 ** rng.integers(-900, 900, m)
+    terms = rng.exponential(1.0, (m // 10, 10))  # a softmax row: entries over their sum
+    ones = np.nextafter(2.0, 0.0) * 2.0 ** rng.integers(-60, 60, 1000)  # 1.11...1 x 2^e
+    a = np.concatenate(
+        [a, terms.ravel(), ones, ones, 2.0 ** rng.integers(-60, 60, 1000), [0.0, 3.0]]
+    )
+    s = np.concatenate(
+        [
+            s,
+            np.repeat(terms.sum(axis=1), 10),
+            ones,
+            np.nextafter(ones, 0.0) * 3.0,
+            ones * 7.0,
+            [5.0, np.nextafter(3.0, 4.0)],
+        ]
+    )
+    with np.errstate(over="ignore", under="ignore"):
+        ok = (np.abs(a / s) < 2.0**900) & ((a == 0) | (np.abs(a / s) > 2.0**-900))
+    got = np.empty(ok.sum())
+    _div_by_loop(a[ok], s[ok], got)
+    assert ok.sum() > 1_000_000
+    np.testing.assert_array_equal(got, a[ok] / s[ok])
 
 
 def _softmax_extended(theta: np.ndarray) -> np.ndarray:

@@ -29,7 +29,14 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._fastexp import count_outside, exp_inplace, exp_into_counted, row_max, row_sum
+from .._fastexp import (
+    count_outside,
+    div_by,
+    exp_inplace,
+    exp_into_counted,
+    row_max,
+    row_sum,
+)
 from .._numba import kernel
 from .base import ConvexSet, check_binary
 
@@ -124,11 +131,16 @@ def _softmax_rows(x, out):
     # The exponentials of the whole batch in one flat vectorized pass that also counts the
     # entries outside [-_SAFE, _SAFE]; if there are any, their rows again, shifted by the
     # row max (or, at the first row with a non-finite entry, return how many it has: the
-    # output is then meaningless). Then, row by row, a fixed-order sum and one division
-    # per entry. Returns 0 when every entry is finite.
+    # output is then meaningless). Then, row by row, a fixed-order sum and the division of
+    # each entry by it: for the unshifted rows (entries in [e^-300, e^300], nothing
+    # underflows) by the reciprocal and an exact correction (div_by: the bits of the
+    # division, ~30% faster), for the shifted ones (entries may be subnormal) by dividing.
+    # Returns 0 when every entry is finite.
     n, k = x.shape
     flat = out.reshape(n * k)
-    if exp_into_counted(x.reshape(n * k), flat, _SAFE):
+    outside = exp_into_counted(x.reshape(n * k), flat, _SAFE)
+    shifted = np.zeros(n if outside else 0, np.bool_)
+    if outside:
         for r in range(n):
             xr = x[r]
             if count_outside(xr, _SAFE) == 0:
@@ -136,6 +148,7 @@ def _softmax_rows(x, out):
             bad = count_outside(xr, _FINITE)
             if bad:
                 return bad
+            shifted[r] = True
             o = out[r]
             m = row_max(xr)
             for i in range(k):
@@ -144,8 +157,13 @@ def _softmax_rows(x, out):
     for r in range(n):
         o = out[r]
         s = row_sum(o)
-        for i in range(k):
-            o[i] /= s
+        if outside and shifted[r]:
+            for i in range(k):
+                o[i] /= s
+        else:
+            y = 1.0 / s
+            for i in range(k):
+                o[i] = div_by(o[i], s, y)
     return 0
 
 
