@@ -81,16 +81,7 @@ def save(refitted: Refitted, directory: Path) -> list[Path]:
         with atomic_path(path) as tmp:
             joblib.dump(model, tmp)
         paths.append(path)
-    write_json(
-        directory / INDEX,
-        {
-            "selection": refitted.selection,
-            "models": {
-                str(i): {"file": f"lambda-{i:02d}.joblib", **refitted.fits.get(i, {})}
-                for i in refitted.models
-            },
-        },
-    )
+    write_json(directory / INDEX, _index_entry(refitted, files=True))
     return paths
 
 
@@ -110,13 +101,17 @@ def load(directory: Path) -> Refitted:
     return Refitted(models=models, selection=selection, lambdas=lambdas, fits=fits)
 
 
-def _index_entry(refitted: Refitted) -> dict[str, Any]:
+def _index_entry(refitted: Refitted, files: bool = False) -> dict[str, Any]:
+    """The index of a run's refitted models: the selection and, per model, its lambda and
+    fit record (time, convergence), with its file name when saved one file per model."""
+
+    def entry(i: int) -> dict[str, Any]:
+        file = {"file": f"lambda-{i:02d}.joblib"} if files else {}
+        return {**file, "lambda": refitted.lambdas.get(i), **refitted.fits.get(i, {})}
+
     return {
         "selection": refitted.selection,
-        "models": {
-            str(i): {"lambda": refitted.lambdas.get(i), **refitted.fits.get(i, {})}
-            for i in refitted.models
-        },
+        "models": {str(i): entry(i) for i in refitted.models},
     }
 
 
