@@ -46,7 +46,7 @@ from projloss.sets import Birkhoff, ConvexSet, Knapsack, Simplex, UnitCube
 from . import baselines as bl
 from .registry import Check, Context, SectionResult, section
 from .report import rate, table
-from .timing import compare
+from .timing import Timing, compare
 
 #: XLA on one thread (appended to XLA_FLAGS before JAX is first imported).
 XLA_ONE_CORE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -204,6 +204,17 @@ def _ready(f: Callable, x: Any) -> Callable[[], Any]:
     return lambda: f(x).block_until_ready()
 
 
+def _compare_cheap(ctx: Context, fns: dict[str, Callable[[], Any]]) -> dict[str, Timing]:
+    """:func:`~benchmarks.timing.compare` with the cheap oracles' rounds (CHEAP_ROUNDS
+    rounds of CHEAP_ROUND_SECONDS, interleaved)."""
+    return compare(
+        fns,
+        repeat=2 if ctx.quick else max(ctx.repeat, CHEAP_ROUNDS),
+        min_time=min(ctx.min_time, CHEAP_ROUND_SECONDS),
+        budget=4.0 if ctx.quick else 15.0,
+    )
+
+
 def _cheap(ctx: Context, J: dict[str, Any]) -> tuple[list[list[str]], list[Check], dict]:
     rows, data = [], {}
     worst: dict[str, tuple[float, int, int]] = {}
@@ -229,12 +240,7 @@ def _cheap(ctx: Context, J: dict[str, Any]) -> tuple[list[list[str]], list[Check
                     diff[p.label] = float(np.abs(out - ours).max()) if p.same else None
                 fns = {"projloss": lambda S=S, theta=theta, g=geometry: S.project(theta, g)}
                 fns |= {p.label: _ready(fs[p.label], xj) for p in peers[key]}
-                t = compare(
-                    fns,
-                    repeat=2 if ctx.quick else max(ctx.repeat, CHEAP_ROUNDS),
-                    min_time=min(ctx.min_time, CHEAP_ROUND_SECONDS),
-                    budget=4.0 if ctx.quick else 15.0,
-                )
+                t = _compare_cheap(ctx, fns)
                 tp = t["projloss"].best
                 best_label = min(peers[key], key=lambda p: t[p.label].best).label
                 r = t[best_label].best / tp
@@ -292,12 +298,7 @@ def _copy_floor(ctx: Context, J: dict[str, Any]) -> list[list[str]]:
             "copy": theta.copy,
             "jnp.clip": _ready(clip, xj),
         }
-        t = compare(
-            fns,
-            repeat=2 if ctx.quick else max(ctx.repeat, CHEAP_ROUNDS),
-            min_time=min(ctx.min_time, CHEAP_ROUND_SECONDS),
-            budget=4.0 if ctx.quick else 15.0,
-        )
+        t = _compare_cheap(ctx, fns)
         floor = t["copy"].best
         rows.append(
             [
