@@ -162,10 +162,18 @@ def div_by(a: float, s: float, y: float) -> float:
     :math:`e = \mathrm{RN}(a - q s)` (one FMA) is then exact, and
     :math:`\mathrm{RN}(q + e y)` (one FMA) is :math:`\mathrm{RN}(a/s)` (Markstein 1990;
     Muller et al., *Handbook of Floating-Point Arithmetic*, 2nd ed. 2018, §4.7.2),
-    provided nothing underflows: the caller ensures :math:`a \ge 2^{-900}` or
-    :math:`a = 0`, and :math:`2^{-900} \le s \le 2^{900}` (the residual's last bit is
-    about :math:`a \cdot 2^{-104}`). Checked against ``a / s`` bit for bit in
+    provided nothing underflows: the caller ensures :math:`a = 0` or
+    :math:`a \ge 2^{-900}`, and that :math:`s` and :math:`a/s` lie in
+    :math:`[2^{-900}, 2^{900}]` (so ``y`` and ``q`` are normal numbers and the residual's
+    last bit, about :math:`a \cdot 2^{-104}`, is not below the smallest subnormal).
+    The softmax's unshifted rows do: entries in :math:`[e^{-300}, e^{300}]`, quotients
+    in :math:`[e^{-600}/k, 1]`. Checked against ``a / s`` bit for bit in
     ``tests/projloss/test_fastexp.py``.
+
+    Examples
+    --------
+    >>> 3.0 * (1.0 / 5.0), div_by(3.0, 5.0, 1.0 / 5.0), 3.0 / 5.0
+    (0.6000000000000001, 0.6, 0.6)
     """
     q = a * y
     return _fma(_fma(-q, s, a), y, q)

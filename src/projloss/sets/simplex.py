@@ -134,7 +134,8 @@ def _softmax_rows(x, out):
     # output is then meaningless). Then, row by row, a fixed-order sum and the division of
     # each entry by it: for the unshifted rows (entries in [e^-300, e^300], nothing
     # underflows) by the reciprocal and an exact correction (div_by: the bits of the
-    # division, ~30% faster), for the shifted ones (entries may be subnormal) by dividing.
+    # division; the softmax 13-26% faster at k = 10-100), for the shifted ones (entries
+    # may be subnormal) by dividing.
     # Returns 0 when every entry is finite.
     n, k = x.shape
     flat = out.reshape(n * k)
