@@ -6,11 +6,13 @@ Without them the section prints one line saying so and is skipped.
 
 Setting: float64 (``jax_enable_x64``), the CPU backend on **one core** -- XLA's thread
 pools limited to one thread (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
-intra_op_parallelism_threads=1``, set before JAX is first imported) and the whole process
-pinned to one CPU for the section (``os.sched_setaffinity``), so that projloss and JAX run
-on the same core. Each peer is ``jax.jit(jax.vmap(f))`` of the per-sample function a JAX
-user would call, compiled once per shape before timing, the input already on the device,
-the output waited for (``block_until_ready``). projloss is the public
+intra_op_parallelism_threads=1`` and ``PJRT_NPROC=1``, set before JAX is first imported)
+and every thread of the process pinned to one CPU for the section
+(``os.sched_setaffinity``), so that projloss and JAX run on the same core; the section
+reports the process' CPU time over its wall time (at most 1 on one core). Each peer is
+``jax.jit(jax.vmap(f))`` of the per-sample function a JAX user would call, compiled once
+per shape before timing, the input already on the device, the output waited for
+(``block_until_ready``). projloss is the public
 ``ConvexSet.project`` call (input validation included). The two are timed **interleaved**
 (:mod:`benchmarks.timing`): *ratio* = time(fastest peer) / time(projloss), > 1 when
 projloss is faster.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +80,10 @@ def one_core_env() -> None:
     if "intra_op_parallelism_threads" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {XLA_ONE_CORE}".strip()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    # XLA's CPU client sizes its thread pools from PJRT_NPROC, else from the CPUs the
+    # process may use when the backend starts: a backend started before the section pins
+    # the process (by another section, or POT) would split each call over two threads
+    os.environ.setdefault("PJRT_NPROC", "1")
 
 
 def load_jax() -> dict[str, Any] | None:
@@ -181,19 +188,38 @@ SETS: dict[str, tuple[Callable[[int], ConvexSet], str]] = {
 }
 
 
+def _threads() -> list[int]:
+    """The ids of the process' threads (Linux), or ``[0]`` (this thread) elsewhere."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
 class _Pinned:
-    """Pin the process to one CPU (the lowest it may run on) for the ``with`` block."""
+    """Pin every thread of the process to one CPU (the lowest it may run on) for the
+    ``with`` block; threads started in the block inherit it. ``os.sched_setaffinity(0,
+    ...)`` alone pins the calling thread only: XLA's worker threads, if started before,
+    would go on using both cores."""
 
     def __enter__(self) -> _Pinned:
         self.saved = None
         if hasattr(os, "sched_setaffinity"):
             self.saved = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, {min(self.saved)})
+            self._set({min(self.saved)})
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.saved is not None:
-            os.sched_setaffinity(0, self.saved)
+            self._set(self.saved)
+
+    @staticmethod
+    def _set(cpus: set[int]) -> None:
+        for tid in _threads():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:  # the thread ended meanwhile
+                pass
 
 
 def _jitted(J: dict[str, Any], fn: Callable) -> Callable:
@@ -517,12 +543,18 @@ def run(ctx: Context) -> SectionResult:
         + ", ".join(f"{m} {version(m)}" for m in names)
         + f"; XLA_FLAGS=`{os.environ.get('XLA_FLAGS', '')}`."
     )
+    cpu, wall = time.process_time(), time.perf_counter()
     with _Pinned():
         cheap, c1, d1 = _cheap(ctx, J)
         want = not ctx.only_sets
         floor = _copy_floor(ctx, J) if want or "unit_cube" in ctx.only_sets else []
         birk, c2, d2 = _birkhoff(ctx, J) if want or "birkhoff" in ctx.only_sets else ([], [], {})
         iso, c3, d3 = _isotonic(ctx, J) if want or "isotonic" in ctx.only_sets else ([], [], {})
+    cores = (time.process_time() - cpu) / (time.perf_counter() - wall)
+    versions += (
+        f" `PJRT_NPROC={os.environ.get('PJRT_NPROC', '')}`. The process' CPU time / wall "
+        f"time over the section: {cores:.2f} (one core: at most 1)."
+    )
     parts = [head, versions]
     if cheap or iso:
         parts.append(

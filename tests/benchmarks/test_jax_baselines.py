@@ -30,8 +30,10 @@ def test_section_is_skipped_with_one_line_without_jax(monkeypatch, missing):
 def test_section_is_registered(capsys, monkeypatch):
     for var in ("XLA_FLAGS", "JAX_PLATFORMS"):  # run.main sets them: restored after
         monkeypatch.setenv(var, "")
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
     assert run.main(["--list"]) == 0
     assert "intra_op_parallelism_threads=1" in os.environ["XLA_FLAGS"]
+    assert os.environ["PJRT_NPROC"] == "1"  # XLA's CPU thread pools: one thread
     assert any(line.startswith("jax ") for line in capsys.readouterr().out.splitlines())
 
 
@@ -51,3 +53,36 @@ def test_writable_pav_copies_read_only_input():
     y.flags.writeable = False
     np.testing.assert_array_equal(Module._isotonic_l2_pav_numba(y), [0.0, 1.0, 2.0])
     assert calls == [True]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs a process that may run on two CPUs",
+)
+def test_pinned_pins_every_thread_and_restores_them():
+    """A thread started before the block (as XLA's workers may be) is pinned too:
+    ``os.sched_setaffinity(0, ...)`` alone would pin the calling thread only."""
+    import threading
+
+    saved = os.sched_getaffinity(0)
+    started, stop = threading.Event(), threading.Event()
+    ids: list[int] = []
+
+    def worker() -> None:
+        ids.append(threading.get_native_id())
+        started.set()
+        stop.wait(10)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        started.wait(10)
+        assert os.sched_getaffinity(ids[0]) == saved
+        with jax_baselines._Pinned():
+            assert os.sched_getaffinity(0) == {min(saved)}
+            assert os.sched_getaffinity(ids[0]) == {min(saved)}
+        assert os.sched_getaffinity(0) == saved
+        assert os.sched_getaffinity(ids[0]) == saved
+    finally:
+        stop.set()
+        t.join()
