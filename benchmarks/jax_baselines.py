@@ -241,6 +241,29 @@ def _compare_cheap(ctx: Context, fns: dict[str, Callable[[], Any]]) -> dict[str,
     )
 
 
+def _pairs(
+    ctx: Context, ours: Callable[[], Any], peers: dict[str, Callable[[], Any]]
+) -> dict[str, tuple[float, float]]:
+    """(time of ``ours``, time of the peer), best rounds, each peer timed interleaved with
+    ``ours`` alone.
+
+    In pairs, not all together: numpy's outputs and XLA's come from two allocators, and
+    a memory-bound call whose output the caches still hold from the call before runs
+    faster. Callables of one allocator reuse each other's freed buffers; one alone among
+    callables of the other pays for it. Measured at k = 100, n = 10^4 (the unit cube,
+    arrays of 8 MB, best of 60 rounds, three runs): interleaved with ``jnp.clip`` and
+    optax's ``projection_hypercube``, ``project`` took 225-233 us and the two peers
+    217-220 us; interleaved with ``np.clip`` and ``jnp.clip``, ``project`` 211-220 us
+    and ``jnp.clip`` 319-347 us; in pairs, the two within 2% of each other. A pair meets
+    each allocator once.
+    """
+    out = {}
+    for label, peer in peers.items():
+        t = _compare_cheap(ctx, {"ours": ours, "peer": peer})
+        out[label] = (t["ours"].best, t["peer"].best)
+    return out
+
+
 def _cheap(ctx: Context, J: dict[str, Any]) -> tuple[list[list[str]], list[Check], dict]:
     rows, data = [], {}
     worst: dict[str, tuple[float, int, int]] = {}
@@ -264,20 +287,18 @@ def _cheap(ctx: Context, J: dict[str, Any]) -> tuple[list[list[str]], list[Check
                 for p in peers[key]:
                     out = np.asarray(fs[p.label](xj))  # compiles for this shape
                     diff[p.label] = float(np.abs(out - ours).max()) if p.same else None
-                fns = {"projloss": lambda S=S, theta=theta, g=geometry: S.project(theta, g)}
-                fns |= {p.label: _ready(fs[p.label], xj) for p in peers[key]}
-                t = _compare_cheap(ctx, fns)
-                tp = t["projloss"].best
-                best_label = min(peers[key], key=lambda p: t[p.label].best).label
-                r = t[best_label].best / tp
+                ours = lambda S=S, theta=theta, g=geometry: S.project(theta, g)  # noqa: E731
+                t = _pairs(ctx, ours, {p.label: _ready(fs[p.label], xj) for p in peers[key]})
+                best_label = min(t, key=lambda label: t[label][1] / t[label][0])
+                tp, r = t[best_label][0], t[best_label][1] / t[best_label][0]
                 load = ctx.load()[0]
                 if key not in worst or r < worst[key][0]:
                     worst[key] = (r, k, n)
                 data[f"jax/{key}/k={k}/n={n}"] = tp
                 for p in peers[key]:
-                    data[f"jax/{key}/k={k}/n={n}/{p.label}"] = t[p.label].best
+                    data[f"jax/{key}/k={k}/n={n}/{p.label}"] = t[p.label][1]
                 peers_txt = "; ".join(
-                    f"{p.label}: {rate(t[p.label].best, n)}"
+                    f"{p.label}: {rate(t[p.label][1], n)}"
                     + ("" if diff[p.label] is None else f" (diff {diff[p.label]:.0e})")
                     for p in peers[key]
                 )
@@ -308,8 +329,9 @@ def _copy_floor(ctx: Context, J: dict[str, Any]) -> list[list[str]]:
     arrays outgrow the private caches (n k 8 bytes: 8 MB at n = 10^4), its time is what
     the memory allows, and the table shows how close each clip comes to it (where a clip
     ties with the copy, the ratio of the table above measures which buffers the caches
-    held, not the code). Timed interleaved with ``project`` and ``jnp.clip`` (the same
-    rounds), as the table above.
+    held, not the code). Each clip is timed interleaved with its own copy (in pairs, as
+    the table above: the copy shares numpy's allocator with ``project``, not with
+    ``jnp.clip``; its two times agree to a few percent).
     """
     rows = []
     S, k = UnitCube(), 100
@@ -319,22 +341,21 @@ def _copy_floor(ctx: Context, J: dict[str, Any]) -> list[list[str]]:
         xj = J["jnp"].asarray(rng.standard_normal((n, k)))
         theta = np.asarray(xj)
         clip(xj).block_until_ready()
-        fns = {
-            "projloss": lambda S=S, theta=theta: S.project(theta),
-            "copy": theta.copy,
-            "jnp.clip": _ready(clip, xj),
-        }
-        t = _compare_cheap(ctx, fns)
-        floor = t["copy"].best
+        t = _pairs(
+            ctx,
+            theta.copy,
+            {"projloss": lambda S=S, theta=theta: S.project(theta), "jnp.clip": _ready(clip, xj)},
+        )
+        (floor, ours), (floor_jax, theirs) = t["projloss"], t["jnp.clip"]
         rows.append(
             [
                 str(n),
                 f"{n * k * 8 / 2**20:.3g}",
                 rate(floor, n),
-                rate(t["projloss"].best, n),
-                f"{t['projloss'].best / floor:.2f}",
-                rate(t["jnp.clip"].best, n),
-                f"{t['jnp.clip'].best / floor:.2f}",
+                rate(ours, n),
+                f"{ours / floor:.2f}",
+                rate(theirs, n),
+                f"{theirs / floor_jax:.2f}",
                 f"{ctx.load()[0]:.1f}",
             ]
         )

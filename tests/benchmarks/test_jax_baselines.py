@@ -86,3 +86,21 @@ def test_pinned_pins_every_thread_and_restores_them():
     finally:
         stop.set()
         t.join()
+
+
+def test_pairs_times_each_peer_with_ours_alone():
+    """Each peer is timed in its own interleaved pair with ``ours``; a peer may carry
+    any label (also one the pair uses inside)."""
+    calls = {"ours": 0, "a": 0, "b": 0}
+
+    def counting(name):
+        def f():
+            calls[name] += 1
+
+        return f
+
+    ctx = Context(quick=True)
+    t = jax_baselines._pairs(ctx, counting("ours"), {"ours": counting("a"), "b": counting("b")})
+    assert set(t) == {"ours", "b"}
+    assert all(ours > 0 and peer > 0 for ours, peer in t.values())
+    assert min(calls.values()) > 0  # each peer ran, under its own label
