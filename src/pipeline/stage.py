@@ -316,10 +316,10 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
     swept = {rid: run for rid, run in typed.items() if run.splits is not None}
     if swept:  # a task per run: its splits' models in one file (refit.save_splits)
         log.info("refit %s: %d split sweeps, n_jobs=%s", key, len(swept), n_jobs)
-        sweep_tasks = [
+        split_tasks = [
             (run, tuning["runs"][rid]["tune"]["splits"], root / rid) for rid, run in swept.items()
         ]
-        parallel.run_tasks(parallel.refit_splits_task, sweep_tasks, n_jobs)
+        parallel.run_tasks(parallel.refit_splits_task, split_tasks, n_jobs)
     plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
     log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
     tasks = [(typed[rid], e["tune"], root / rid) for rid, e in plain.items()]

@@ -636,7 +636,8 @@ class MLflowTracker(Tracker):
             raise store_error(self.uri or "", exc, f"ending the run {run_id} as {status}") from None
 
     def _kill_children(self, run_id: str) -> None:
-        assert self._exp_id is not None
+        if self._exp_id is None:
+            raise RuntimeError(f"the run {run_id} has no experiment: it was never started")
         children = self.client.search_runs(
             [self._exp_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"
         )
@@ -735,7 +736,8 @@ class MLflowTracker(Tracker):
     ) -> str | None:
         from mlflow.entities import Metric, Param
 
-        assert self.run_id is not None and self._exp_id is not None
+        if self.run_id is None or self._exp_id is None:
+            raise RuntimeError(f"the child run {name} needs a started parent run")
         child = self.client.create_run(
             self._exp_id,
             run_name=name,

@@ -515,6 +515,13 @@ class _BasisProblem:
             )
         return self._Gt
 
+    def _sparse(self) -> SparseDerived:
+        """What is derived from the sparse features (:attr:`derived`); only the sparse
+        preconditioners ask for it, and only sparse features have it."""
+        if self.derived is None:
+            raise RuntimeError("products of sparse features asked for dense features")
+        return self.derived
+
     def features(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         r""":math:`\tilde G X^\top`, ``(n, p)``, for ``X`` ``(p, m)``."""
         if not self.sparse:
@@ -709,8 +716,7 @@ class _BasisProblem:
         n, m = self.n, self.m
         if rank is None:
             rank = n if n <= COARSE_FULL else COARSE_RANK
-        assert self.derived is not None, "the coarse space of sparse features"
-        spaces = self.derived.coarse  # shared with the other fits of the same features
+        spaces = self._sparse().coarse  # shared with the other fits of the same features
         if (self.ones, rank) not in spaces:
             k = min(rank + COARSE_OVERSAMPLE, n, m)
             omega = np.random.default_rng(0).standard_normal((k, n))
@@ -800,8 +806,7 @@ class _BasisProblem:
         r""":math:`T^\top (\tilde G \circ \tilde G)`, ``(p, m)``."""
         if not self.sparse:
             return T.T @ (self.Gt * self.Gt)
-        derived = self.derived
-        assert derived is not None
+        derived = self._sparse()
         if derived.squared is None:  # the squared entries on the features' own pattern
             G = self.G
             derived.squared = sp.csr_matrix((G.data * G.data, G.indices, G.indptr), shape=G.shape)
@@ -837,8 +842,7 @@ class _BasisProblem:
         :func:`sparse_derived`), Cholesky factors only
         (two triangular solves per output and application: no explicit inverse)."""
         n, p = J.shape
-        derived = self.derived
-        assert derived is not None
+        derived = self._sparse()
         if self.ones not in derived.pairs:  # shared with the other fits of the same features
             derived.pairs[self.ones] = pair_gram(self.Gt)
         pairs = derived.pairs[self.ones]
