@@ -68,7 +68,7 @@ def test_help_is_short_and_names_every_group(tmp_path: Path) -> None:
         assert any(line.startswith(f"{group}: ") for line in lines), group
     assert "set: birkhoff, cube, knapsack" in done.stdout
     assert "--multirun" in done.stdout and "mlflow ui" in done.stdout
-    assert "eval \"$(projloss-train -sc install=bash)\"" in done.stdout
+    assert 'eval "$(projloss-train -sc install=bash)"' in done.stdout
     assert "smoke-cube" not in done.stdout  # not the experiment list
 
 

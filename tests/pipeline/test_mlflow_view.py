@@ -64,8 +64,10 @@ def test_structure_flags() -> None:
     problem = view.structure_problem("label_ranking", zeros, "cube")
     assert problem == "4 of 5 test predictions are all-zero matrices (no label ranked)"
     assert view.structure_tag(problem) == "all-zero 4/5"
-    assert view.structure_problem("label_ranking", np.array([[0, 0, 1], [0, 1, 2]]),
-                                  "birkhoff") == "1 of 2 test predictions are not permutations"
+    assert (
+        view.structure_problem("label_ranking", np.array([[0, 0, 1], [0, 1, 2]]), "birkhoff")
+        == "1 of 2 test predictions are not permutations"
+    )
     same = view.structure_problem("multilabel", np.ones((4, 6), dtype=int))
     assert same is not None and view.structure_tag(same) == "constant 4/4"
     # the tag and the warning; the median baseline is constant by design: no warning

@@ -37,12 +37,16 @@ def test_a_composed_config_typed_once() -> None:
     assert RunConfig.from_config(compose([*overrides, "~experiments"])) == run  # DictConfig
     comp = run.composition
     assert (comp.task, comp.dataset, comp.set, comp.decoder) == (
-        "multilabel", "emotions", "knapsack", "unit_cube"
+        "multilabel",
+        "emotions",
+        "knapsack",
+        "unit_cube",
     )
     assert comp.set_params["upper"] == 3  # the set's parameters under the name of conf/set
     assert make_estimator(comp).knapsack_upper == 3
-    assert run.lambdas == LambdaGrid(low=cfg["lambdas"]["low"], high=cfg["lambdas"]["high"],
-                                     num=4, ties="largest")
+    assert run.lambdas == LambdaGrid(
+        low=cfg["lambdas"]["low"], high=cfg["lambdas"]["high"], num=4, ties="largest"
+    )
     np.testing.assert_allclose(run.grid, np.logspace(-4, 4, 4))
     assert run.ties == "largest" and not run.warm_start and not run.warm
     assert run.metrics == tuple(cfg["task"]["metrics"])

@@ -469,8 +469,9 @@ def structure_problem(task: str, y_pred: Any, decoder: str | None = None) -> str
         elif decoder in PERMUTATION_DECODERS:
             valid = _is_permutation_matrix(Y) if Y.ndim == 3 else _is_permutation(Y)
             if not valid.all():
-                problems.append(f"{n - int(valid.sum())} of {n} test predictions are not "
-                                "permutations")
+                problems.append(
+                    f"{n - int(valid.sum())} of {n} test predictions are not permutations"
+                )
     if n > 1 and np.all(flat == flat[0]):
         if problems:
             problems.append(f"all {n} are the same")

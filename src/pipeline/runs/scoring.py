@@ -120,8 +120,6 @@ def score(metrics: Sequence[Metric], y_true: Any, y_pred: Any) -> dict[str, floa
     return {m.name: m(y_true, y_pred) for m in metrics}
 
 
-
-
 def best_index(
     lambdas: Sequence[float | None],
     values: Sequence[float],

@@ -58,8 +58,9 @@ def imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
                 up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*up, base] if base else up)
             # ``from pkg import sub``: the submodule when it is one, else the package
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
-                       for a in node.names]
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -143,8 +144,13 @@ def command_imports(g: Mapping[str, set[str]]) -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m pipeline.tools.import_graph")
-    parser.add_argument("package", nargs="?", type=Path,
-                        default=Path(__file__).resolve().parents[1], help="default: pipeline")
+    parser.add_argument(
+        "package",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="default: pipeline",
+    )
     args = parser.parse_args(argv)
     g = graph(args.package)
     short = lambda m: m.removeprefix("pipeline.") or m  # noqa: E731

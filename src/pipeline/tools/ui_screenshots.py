@@ -107,8 +107,9 @@ def mlflow_ui(uri: str, timeout: float = 180.0) -> Iterator[str]:
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     logfile = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     address = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
@@ -156,8 +157,11 @@ def pages(experiment_id: str, ids: dict[str, str]) -> list[tuple[str, str, str]]
         ("run.png", run, "Datasets"),
         ("run-metrics.png", f"{run}/model-metrics", "curve.val.hamming"),
         ("artifacts.png", f"{run}/artifacts/figures/validation_curve.png", "config.yaml"),
-        ("compare.png", f"#/compare-runs?runs={pair}&experiments=[\"{experiment_id}\"]",
-         "Parallel Coordinates Plot"),
+        (
+            "compare.png",
+            f'#/compare-runs?runs={pair}&experiments=["{experiment_id}"]',
+            "Parallel Coordinates Plot",
+        ),
         ("first-visit.png", exp, "Overview"),
     ]
 
@@ -172,8 +176,7 @@ def screenshots(
     except ImportError:
         raise ScreenshotError("playwright is not installed; pip install playwright") from None
     init = "".join(
-        f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});"
-        for k, v in LOCAL_STORAGE.items()
+        f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});" for k, v in LOCAL_STORAGE.items()
     )
     out.mkdir(parents=True, exist_ok=True)
     written = []

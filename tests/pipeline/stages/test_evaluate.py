@@ -268,9 +268,7 @@ def test_forked_workers_draw_with_fonts_of_their_own(tmp_path, monkeypatch) -> N
         _PARENT_FONTS.clear()
 
 
-def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(
-    tmp_path, monkeypatch
-) -> None:
+def test_warm_up_builds_the_math_text_parser_before_the_workers_fork(tmp_path, monkeypatch) -> None:
     """The evaluate stage draws a figure in memory before it forks its workers
     (:func:`pipeline.runs.figures.warm_up`): a worker's first validation curve then builds
     no math-text parser (the log axis's ``10^k`` labels: 0.6 s per process otherwise)."""

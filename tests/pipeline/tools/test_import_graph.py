@@ -26,8 +26,15 @@ def test_the_layers_are_respected() -> None:
     """data -> config (its settings) -> runs -> report: runs, report and the commands are
     imported by nothing below them; the common modules import no folder."""
     g = ig.graph(PACKAGE)
-    common = ("pipeline.errors", "pipeline.paths", "pipeline.fileio", "pipeline.plain",
-              "pipeline.lifecycle", "pipeline.argv", "pipeline._hydra")
+    common = (
+        "pipeline.errors",
+        "pipeline.paths",
+        "pipeline.fileio",
+        "pipeline.plain",
+        "pipeline.lifecycle",
+        "pipeline.argv",
+        "pipeline._hydra",
+    )
     for m in common:
         assert not {t for t in g[m] if t.count(".") > 1}, m
     for m, targets in g.items():
