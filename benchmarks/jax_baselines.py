@@ -252,8 +252,8 @@ def _pairs(
     faster. Callables of one allocator reuse each other's freed buffers; one alone among
     callables of the other pays for it. Measured at k = 100, n = 10^4 (the unit cube,
     arrays of 8 MB, best of 60 rounds, three runs): interleaved with ``jnp.clip`` and
-    optax's ``projection_hypercube``, ``project`` took 225-233 us and the two peers
-    217-220 us; interleaved with ``np.clip`` and ``jnp.clip``, ``project`` 211-220 us
+    optax's ``projection_hypercube``, ``project`` took 225-233 us and the faster peer
+    217-232 us; interleaved with ``np.clip`` and ``jnp.clip``, ``project`` 211-220 us
     and ``jnp.clip`` 319-347 us; in pairs, the two within 2% of each other. A pair meets
     each allocator once.
     """
