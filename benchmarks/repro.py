@@ -88,10 +88,16 @@ def records(history: Path | None = None) -> list[dict[str, Any]]:
 
 
 def latest(history: Path | None = None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(the newest successful full measurement, the newest record of any kind)."""
+    """(the successful full measurement of the newest commit measured -- by its commit
+    date, then the measurement's --, the newest record of any kind).
+
+    By commit first: a back-to-back comparison keeps each commit's best round, and the
+    older commit's may have been measured last; the figure checked is the code's as it
+    stands."""
     recs = records(history)
-    full = next((r for r in recs if r.get("status") == "ok" and not r.get("overrides")), None)
-    return full, (recs[0] if recs else None)
+    full = [r for r in recs if r.get("status") == "ok" and not r.get("overrides")]
+    newest = max(full, key=lambda r: (str(r.get("commit_date") or ""), r["date"]), default=None)
+    return newest, (recs[0] if recs else None)
 
 
 def _describe(rec: dict[str, Any]) -> str:

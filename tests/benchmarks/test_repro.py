@@ -61,6 +61,20 @@ def test_reports_newest_full_record(history: Path) -> None:
     assert res.data["repro/commit"] == "bbb"
 
 
+def test_reports_the_newest_commits_record_when_an_older_one_was_measured_last(
+    history: Path,
+) -> None:
+    """A comparison keeps each commit's best round; the old commit's may be the later
+    measurement. The checked figure is the newest commit's."""
+    _record(history, "new", commit_date="2026-03-01T00:00:00+00:00",
+            date="2026-04-01 10:11 UTC", repro_seconds=210.0)  # fmt: skip
+    _record(history, "old", commit_date="2026-01-01T00:00:00+00:00",
+            date="2026-04-01 10:18 UTC", repro_seconds=413.0)  # fmt: skip
+    res = repro.run(Context(quick=True))
+    assert res.checks[0].value == 210.0
+    assert res.data["repro/commit"] == "new"
+
+
 def test_partial_record_alone_is_not_a_measurement(history: Path) -> None:
     _record(history, "eee", overrides=["experiments=smoke"], repro_seconds=10.0)
     res = repro.run(Context(quick=True))
