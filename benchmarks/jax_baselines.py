@@ -327,11 +327,11 @@ def _copy_floor(ctx: Context, J: dict[str, Any]) -> list[list[str]]:
     ``theta.copy()`` reads ``theta`` and writes a new array of its size, the memory
     traffic of every out-of-place entry-wise operation, with no arithmetic: once the
     arrays outgrow the private caches (n k 8 bytes: 8 MB at n = 10^4), its time is what
-    the memory allows, and the table shows how close each clip comes to it (where a clip
-    ties with the copy, the ratio of the table above measures which buffers the caches
-    held, not the code). Each clip is timed interleaved with its own copy (in pairs, as
-    the table above: the copy shares numpy's allocator with ``project``, not with
-    ``jnp.clip``; its two times agree to a few percent).
+    the memory allows, and the table shows how close each clip comes to it (where both
+    clips are as fast as the copy, the table above compares two copies: its ratio is a
+    margin of memory traffic, not of arithmetic). Each clip is timed interleaved with its
+    own copy (in pairs, as the table above: the copy shares numpy's allocator with
+    ``project``, not with ``jnp.clip``; its two times agree to a few percent).
     """
     rows = []
     S, k = UnitCube(), 100
