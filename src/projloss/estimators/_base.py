@@ -31,12 +31,13 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..sets import ConvexSet, get_set
 from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
 from ._solver import fit_projection_model, one_blas_thread
+from ._validation import validate_features
 
 #: the polynomial kernel with one BLAS thread, as the fit: the same kernel (to the last
 #: bit) whatever the BLAS threads of the calling process
@@ -128,9 +129,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         return _kernel(X, self.X_fit_, degree=self.degree, gamma=1.0, coef0=self.coef0)
 
     def _validate_X(self, X: Any, reset: bool) -> Any:
-        return validate_data(
-            self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_min_samples=1
-        )
+        return validate_features(self, X, reset=reset)
 
     # ------------------------------------------------------------------ API
     def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:

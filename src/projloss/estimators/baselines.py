@@ -20,9 +20,10 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import add_dummy_feature
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..decoding import round_to_class
+from ._validation import validate_features
 from .ordinal import OrdinalLabelsMixin
 
 
@@ -45,7 +46,7 @@ class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator)
     """
 
     def fit(self, X: Any, y: Any) -> MedianOrdinalRegressor:
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
+        X = validate_features(self, X, reset=True)
         ranks = self._fit_ordinal_labels(y, X.shape[0])
         self.median_rank_ = int(np.quantile(ranks, 0.5, method="lower"))
         self.median_ = self.classes_[self.median_rank_ - 1]
@@ -53,7 +54,7 @@ class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator)
 
     def predict(self, X: Any) -> NDArray[Any]:
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_features(self, X, reset=False)
         return self._ranks_to_labels(np.full(X.shape[0], self.median_rank_))
 
     def __sklearn_tags__(self):
@@ -128,7 +129,7 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         a = self.alpha
         if not isinstance(a, numbers.Real) or isinstance(a, bool) or not a >= 0:
             raise ValueError(f"alpha must be a finite number >= 0, got {a!r}")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
+        X = validate_features(self, X, reset=True)
         ranks = self._fit_ordinal_labels(y, X.shape[0])
         target = ranks.astype(np.float64)
         if not self.clip:
@@ -152,7 +153,7 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         """The real-valued ridge prediction before rounding: of the rank, or of the label
         value when ``clip=False``."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_features(self, X, reset=False)
         return (add_dummy_feature(X) if self._dummy else X) @ self.coef_ + self.intercept_
 
     def predict(self, X: Any) -> NDArray[Any]:
