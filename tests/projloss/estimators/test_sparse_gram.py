@@ -40,6 +40,22 @@ def test_pair_gram_equals_the_weighted_products():
     assert not M[:, 4].any() and not M[:, :, 4].any()
 
 
+def test_pair_gram_in_float32_rounds_the_same_products():
+    """``dtype=np.float32`` (the Newton preconditioner's): the same blocks to float32's
+    rounding, symmetric, in float32 whatever the weights' type."""
+    G = awkward_csr()
+    A = G.toarray()
+    rng = np.random.default_rng(1)
+    W = np.where(rng.random((40, 3)) < 0.7, rng.random((40, 3)), 0.0)
+    M = PairGram(G, dtype=np.float32).grams(W)
+    assert M.dtype == np.float32
+    np.testing.assert_array_equal(M, M.transpose(0, 2, 1))
+    for a in range(3):
+        want = A.T @ (W[:, a, None] * A)
+        np.testing.assert_allclose(M[a], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert pair_gram(G, dtype=np.float32).grams(W).dtype == np.float32
+
+
 def test_pair_gram_is_bounded():
     """``None`` above ``max_pairs`` pairs (the Newton method keeps the pair products with
     what else it derives from the features: ``test_newton.py``)."""
