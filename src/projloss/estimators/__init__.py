@@ -2,9 +2,12 @@
 
 One module per task: :mod:`.label_ranking`, :mod:`.ordinal` (and the ordinal
 :mod:`.baselines`), :mod:`.multilabel`, :mod:`.multiclass`. The shared fit (L-BFGS on
-the regularized projection loss) is in :mod:`._solver`, the shared API in :mod:`._base`.
+the regularized projection loss) is in :mod:`._solver`, the shared API in :mod:`._base`;
+:func:`memoized_fits` (:mod:`._fit_memo`) reuses the fits that compositions decoding
+differently share.
 """
 
+from ._fit_memo import memoized_fits
 from .baselines import MedianOrdinalRegressor, RidgeRoundingOrdinalRegressor
 from .label_ranking import ProjectionLabelRanker
 from .multiclass import ProjectionClassifier
@@ -18,4 +21,5 @@ __all__ = [
     "ProjectionMultilabelClassifier",
     "ProjectionOrdinalRegressor",
     "RidgeRoundingOrdinalRegressor",
+    "memoized_fits",
 ]

@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..sets import ConvexSet, get_set
 from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
+from ._fit_memo import active_memo, fit_key
 from ._solver import fit_projection_model, one_blas_thread
 from ._validation import validate_features
 
@@ -193,7 +194,27 @@ class ProjectionEstimatorBase(BaseEstimator):
             precondition=self.model == "poly",
         )
         solver = SOLVERS[self.model] if self.alpha > 0 else "lbfgs"
-        res = fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
+        memo = active_memo()
+        if memo is None or isinstance(self.projection_set, ConvexSet):
+            res = fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
+        else:  # a fit of the same inputs earlier in this process: its result (_fit_memo)
+            s = training_set
+            settings = (
+                f"{type(s).__module__}.{type(s).__qualname__}",
+                sorted(s.get_params().items()),
+                comp.geometry,
+                float(self.alpha),
+                bool(self.fit_intercept),
+                bool(self.penalize_intercept),
+                int(self.max_iter),
+                float(self.tol),
+                self.model,
+                solver,
+            )
+            key = fit_key((F, phi, coef_init, intercept_init), settings)
+            res = memo.solve(
+                key, lambda: fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
+            )
         self.coef_ = res.coef
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
