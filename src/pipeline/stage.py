@@ -35,7 +35,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,32 +204,55 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     # its result comes, in order, while they go on with the next runs: what a run logs is
     # recorded where it runs and replayed here, into its parent run (one writer to the
     # store).
+    # Runs that fit the same models (they differ in how they decode) are composed one
+    # after the other and given to one task per dataset (parallel.fit_group_order,
+    # tune_recorded_group_task: each fit solved once); split sweeps keep their order.
+    run_order, group_of = None, {}
+    if item["splits"] is None:
+        run_order, group_of = parallel.fit_group_order(item["runs"])
+    group_size = Counter(group_of.values())
+    forming: dict[tuple[str | None, int], list[tuple[str, Any]]] = {}
+    group_ids: list[list[str]] = []
     runs: dict[str, dict[str, Any]] = {}
     typed: dict[str, Any] = {}
     keys: list[tuple[str, int]] = []
-    plain_tasks = parallel.TaskStream(parallel.tune_recorded_task, n_jobs)
+    plain_tasks = parallel.TaskStream(parallel.tune_recorded_group_task, n_jobs)
     split_tasks = parallel.TaskStream(parallel.tune_task, n_jobs)
+
+    def submit(members: list[tuple[str, Any]]) -> None:
+        plain_tasks.add(tuple(run for _, run in members))
+        group_ids.append([rid for rid, _ in members])
+
     try:
-        for rid, cfg in iter_compose_runs(params, key):
+        for rid, cfg in iter_compose_runs(params, key, run_order=run_order):
             runs[rid] = cfg
             run = typed[rid] = RunConfig.from_config(cfg)
             if run.splits is None:
-                plain_tasks.add(run)
+                dataset, name = rid.split("/", 1) if item["datasets"] is not None else (None, rid)
+                group = group_of.get(name, -1)
+                members = forming.setdefault((dataset, group), [])
+                members.append((rid, run))
+                if len(members) >= group_size.get(group, 1):
+                    submit(forming.pop((dataset, group)))
                 continue
             run_keys, tasks = parallel.sweep_tasks({rid: run}, lambda r, run_s, split: (run_s,))
             keys.extend(run_keys)
             for task in tasks:
                 split_tasks.add(*task)
+        for members in forming.values():  # (none: every group completes)
+            submit(members)
     except BaseException:  # a run that does not compose: the started fits are not needed
         parallel.stop_workers()
         raise
+    if run_order is not None:  # logged in the list's order
+        runs = {rid: runs[rid] for rid in _composition_order(item)}
     plain = {rid: run for rid, run in typed.items() if run.splits is None}
     swept_runs = {rid: run for rid, run in typed.items() if run.splits is not None}
     if swept_runs:
         log.info("tune %s: %d runs x their splits, n_jobs=%s", key, len(swept_runs), n_jobs)
         pending_splits = split_tasks.results()
     log.info("tune %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
-    pending = plain_tasks.results()
+    pending = _by_run(group_ids, plain_tasks.results())
     tracker = _tracker_or_stop(params, key)
     # a swept run's splits by run: each logged when its last split is fitted
     swept = parallel.by_run(keys, pending_splits) if swept_runs else iter(())
@@ -237,7 +261,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
         for n, (rid, cfg) in enumerate(runs.items(), 1):
             comp = typed[rid].composition
             if rid in plain:
-                tuned, calls = next(pending)  # fitted before its run is created, as ever
+                tuned, calls = pending(rid)  # fitted before its run is created, as ever
             else:
                 _, splits = next(swept)  # the swept runs in the same order
             log.info(
@@ -261,6 +285,30 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     path = _out(TUNING_DIR / f"{key}.json")
     write_json(path, out)
     return path
+
+
+def _composition_order(item: Mapping[str, Any]) -> list[str]:
+    """The run ids of an experiment in the order of its list (runs, then datasets: the
+    order :func:`pipeline.config.experiments.iter_compose_runs` composes them in)."""
+    if item["datasets"] is None:
+        return list(item["runs"])
+    return [f"{dataset}/{run}" for run in item["runs"] for dataset in item["datasets"]]
+
+
+def _by_run(
+    group_ids: Sequence[Sequence[str]], results: Iterator[Sequence[Any]]
+) -> Callable[[str], Any]:
+    """``result_of(run id)`` for the results of group tasks (``results``, in the order of
+    ``group_ids``): the next group's results are waited for until the run's are in."""
+    got: dict[str, Any] = {}
+    groups = iter(group_ids)
+
+    def result_of(rid: str) -> Any:
+        while rid not in got:
+            got.update(zip(next(groups), next(results), strict=True))
+        return got.pop(rid)
+
+    return result_of
 
 
 def _typed(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -322,8 +370,13 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
         parallel.run_tasks(parallel.refit_splits_task, split_tasks, n_jobs)
     plain = {rid: e for rid, e in tuning["runs"].items() if rid not in swept}
     log.info("refit %s: %d runs, n_jobs=%s", key, len(plain), n_jobs)
-    tasks = [(typed[rid], e["tune"], root / rid) for rid, e in plain.items()]
-    parallel.run_tasks(parallel.refit_task, tasks, n_jobs)
+    # runs that fit the same models (decoded otherwise) in one task: a refit at the same
+    # lambda solved once (parallel.refit_group_task)
+    groups = parallel.group_by_fit({rid: typed[rid] for rid in plain})
+    tasks = [
+        (tuple((typed[rid], plain[rid]["tune"], root / rid) for rid in group),) for group in groups
+    ]
+    parallel.run_tasks(parallel.refit_group_task, tasks, n_jobs)
     return root
 
 

@@ -221,3 +221,37 @@ def test_invalid_variant_keys(paper_params: dict, change, message: str) -> None:
     change(p["experiments"]["ml-birds"])
     with pytest.raises(CompositionError, match=message):
         get_experiment(p, "ml-birds")
+
+
+def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_params: dict) -> None:
+    """The tune stage groups the runs that fit the same models by their overrides, before
+    composing them (pipeline.runs.parallel.fit_group_order); for every experiment of the
+    paper's list that is the grouping of their composed configs (fit_group_key), and the
+    runs are composed in that order without changing a config."""
+    from pipeline.config.experiments import iter_compose_runs
+    from pipeline.runs.parallel import fit_group_key, fit_group_order
+
+    p = copy.deepcopy(paper_params)
+    shared = 0
+    for key, item in p["experiments"].items():
+        if key == "ml-birds" or item.get("splits") is not None:
+            continue
+        item = get_experiment(p, key)
+        if item["datasets"] is not None:
+            p["experiments"][key]["datasets"] = item["datasets"][:2]  # two are enough
+        order, group = fit_group_order(item["runs"])
+        composed = dict(iter_compose_runs(p, key, run_order=order))
+        assert composed == compose_runs(p, key)  # the same configs in another order
+        by_key: dict[tuple, set[int]] = {}
+        for rid, cfg in composed.items():
+            dataset, name = rid.split("/", 1) if "/" in rid else (None, rid)
+            by_key.setdefault((dataset, fit_group_key(cfg)), set()).add(group[name])
+        assert all(len(groups) == 1 for groups in by_key.values()), key
+        sizes = {g: list(group.values()).count(g) for g in group.values()}
+        n_keys = len({fit_group_key(cfg) for cfg in composed.values()})
+        n_data = len(item["datasets"][:2]) if item["datasets"] is not None else 1
+        assert len(sizes) * n_data == n_keys, key  # no group split in two either
+        shared += sum(size - 1 for size in sizes.values())
+    assert shared >= 5  # lr: cube x3, row simplex x2 twice; ml: unit cube x3, reals x2 ...
+    with pytest.raises(ValueError, match="is not an order of"):
+        list(iter_compose_runs(p, "lr", run_order=["t1-cube-cube"]))

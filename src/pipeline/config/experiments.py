@@ -214,16 +214,24 @@ def compose_runs(params: Mapping[str, Any], key: str) -> dict[str, dict[str, Any
     return dict(iter_compose_runs(params, key))
 
 
-def iter_compose_runs(params: Mapping[str, Any], key: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def iter_compose_runs(
+    params: Mapping[str, Any], key: str, run_order: Sequence[str] | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """The ``(run id, config)`` items of :func:`compose_runs`, each yielded as soon as it
     is composed (a composition costs 0.05-0.15 s of Hydra: the tune stage's workers start
-    on the first runs while the next ones are composed)."""
+    on the first runs while the next ones are composed); ``run_order``: the experiment's
+    run names in the order to compose them (each run on every dataset in turn), by default
+    the list's."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
     item = get_experiment(params, key)
+    if run_order is not None:
+        if sorted(run_order) != sorted(item["runs"]):
+            raise ValueError(f"run_order {list(run_order)} is not an order of {list(item['runs'])}")
+        item = {**item, "runs": {name: item["runs"][name] for name in run_order}}
     parser = OverridesParser.create()
 
     def finish(rid: str, plain: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,90 @@ def tune_recorded_task(run: RunConfig) -> tuple[dict[str, Any], list]:
     return tuned, recorder.calls
 
 
+def fit_group_key(config: Mapping[str, Any]) -> str:
+    """What the fits of a run config depend on, as a string: the config without how it
+    decodes (``decoder``, ``task.target_loss``). Runs with the same key fit the same
+    models (Table 1's cube decoded three ways, the multilabel tables' unit cube decoded
+    three ways): a task given them together fits once (:func:`refit_group_task`,
+    :func:`tune_recorded_group_task`; the estimators' fit memo,
+    :func:`projloss.estimators.memoized_fits`, decides by the content of the fits'
+    inputs: a key that groups runs whose fits differ only costs the grouping).
+
+    Examples
+    --------
+    >>> a = {"set": {"name": "cube"}, "decoder": {"name": "cube"}, "task": {"target_loss": "h"}}
+    >>> b = {"set": {"name": "cube"}, "decoder": {"name": "birkhoff"}, "task": {}}
+    >>> fit_group_key(a) == fit_group_key(b)
+    True
+    """
+    plain = {k: v for k, v in config.items() if k != "decoder"}
+    task = dict(plain.get("task") or {})
+    task.pop("target_loss", None)
+    plain["task"] = task
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
+def _decodes(override: str) -> bool:
+    name = override.lstrip("+~").split("=", 1)[0]
+    return name in ("decoder", "task.target_loss") or name.startswith("decoder.")
+
+
+def fit_group_order(runs: Mapping[str, Sequence[str]]) -> tuple[list[str], dict[str, int]]:
+    """The runs of an experiment (name -> its Hydra overrides) in groups that fit the same
+    models as far as their overrides tell (the same overrides but the ``decoder`` and
+    ``task.target_loss`` ones), each group where its first run was: ``(the run names
+    group by group, run name -> its group)``. The tune stage composes them in this order
+    and gives each group (on one dataset) to one task as soon as it is composed.
+
+    Examples
+    --------
+    >>> order, group = fit_group_order({
+    ...     "cube-cube": ["set=cube", "decoder=cube"],
+    ...     "reals-birkhoff": ["set=reals", "decoder=birkhoff"],
+    ...     "cube-birkhoff": ["set=cube", "decoder=birkhoff", "task.target_loss=hamming"],
+    ... })
+    >>> order
+    ['cube-cube', 'cube-birkhoff', 'reals-birkhoff']
+    >>> group
+    {'cube-cube': 0, 'reals-birkhoff': 1, 'cube-birkhoff': 0}
+    """
+    keys: dict[tuple[str, ...], int] = {}
+    group = {
+        name: keys.setdefault(tuple(sorted(o for o in overrides if not _decodes(o))), len(keys))
+        for name, overrides in runs.items()
+    }
+    return sorted(runs, key=group.__getitem__), group
+
+
+def group_by_fit(runs: Mapping[str, RunConfig]) -> list[list[str]]:
+    """The run ids of ``runs`` grouped by :func:`fit_group_key` (in order of first
+    appearance)."""
+    groups: dict[str, list[str]] = {}
+    for rid, run in runs.items():
+        groups.setdefault(fit_group_key(run.config), []).append(rid)
+    return list(groups.values())
+
+
+def tune_recorded_group_task(runs: Sequence[RunConfig]) -> list[tuple[dict[str, Any], list]]:
+    """:func:`tune_recorded_task` for runs that fit the same models (:func:`fit_group_key`),
+    one after the other, each fit solved once (:func:`projloss.estimators.memoized_fits`:
+    the same results, to the last bit, as separate tasks)."""
+    from projloss.estimators import memoized_fits
+
+    with memoized_fits():
+        return [tune_recorded_task(run) for run in runs]
+
+
+def refit_group_task(members: Sequence[tuple[RunConfig, Mapping[str, Any], Path]]) -> None:
+    """:func:`refit_task` for each ``(run, tuned, directory)`` of runs that fit the same
+    models (:func:`group_by_fit`): a refit at the same lambda is solved once."""
+    from projloss.estimators import memoized_fits
+
+    with memoized_fits():
+        for run, tuned, directory in members:
+            refit_task(run, tuned, directory)
+
+
 def refit_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> None:
     """Refit one split on train + validation and save the models to ``directory``."""
     from . import refit as core

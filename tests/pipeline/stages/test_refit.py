@@ -51,3 +51,48 @@ def test_refit_each_distinct_lambda_on_train_val(prepared, tmp_path) -> None:
     for i in distinct:
         np.testing.assert_array_equal(back.models[i].predict(Xt), out.models[i].predict(Xt))
     assert not [p for p in (tmp_path / "models").iterdir() if p.name.endswith(".part")]
+
+
+def test_runs_decoding_differently_are_refitted_once_each_as_alone(
+    prepared, tmp_path, monkeypatch
+) -> None:
+    """The refit stage's group task (runs that fit the same models) saves for each run the
+    models its own task saves, with a refit at the same lambda solved once."""
+    import contextlib
+
+    import projloss.estimators as estimators
+    from pipeline.runs import parallel
+
+    base = ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
+    runs = [
+        RunConfig.from_config(run_config(prepared, [*base, f"decoder={d}"]))
+        for d in ("unit_cube", "knapsack")
+    ]
+    assert len(parallel.group_by_fit({str(i): run for i, run in enumerate(runs)})) == 1
+    data = load_prepared("emotions", runs[0].config)
+    tuned = [tune.run(run, data) for run in runs]
+    for i, (run, t) in enumerate(zip(runs, tuned, strict=True)):
+        parallel.refit_task(run, t, tmp_path / f"alone{i}")
+    memos = []
+    real = estimators.memoized_fits
+
+    @contextlib.contextmanager
+    def spy():
+        with real() as memo:
+            memos.append(memo)
+            yield memo
+
+    monkeypatch.setattr(estimators, "memoized_fits", spy)
+    pairs = enumerate(zip(runs, tuned, strict=True))
+    parallel.refit_group_task([(run, t, tmp_path / f"group{i}") for i, (run, t) in pairs])
+    shared = {s["index"] for s in tuned[0]["selected"].values()} & {
+        s["index"] for s in tuned[1]["selected"].values()
+    }
+    assert memos[0].hits >= len(shared) >= 1
+    Xt = data.test[0]
+    for i in range(2):
+        alone, grouped = refit.load(tmp_path / f"alone{i}"), refit.load(tmp_path / f"group{i}")
+        assert alone.selection == grouped.selection
+        for j, model in alone.models.items():
+            np.testing.assert_array_equal(grouped.models[j].coef_, model.coef_)
+            np.testing.assert_array_equal(grouped.models[j].predict(Xt), model.predict(Xt))
