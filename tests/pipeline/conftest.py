@@ -225,3 +225,23 @@ class RecordingTracker:
             self.log_metrics(metrics, step=step)
         self.params.update(params or {})
         self.tags.update(tags or {})
+
+
+@pytest.fixture
+def fit_memos(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The memos of the ``projloss.estimators.memoized_fits`` blocks opened in the test
+    (the pipeline's group tasks open one each)."""
+    import contextlib
+
+    import projloss.estimators as estimators
+
+    real, memos = estimators.memoized_fits, []
+
+    @contextlib.contextmanager
+    def spy():
+        with real() as memo:
+            memos.append(memo)
+            yield memo
+
+    monkeypatch.setattr(estimators, "memoized_fits", spy)
+    return memos

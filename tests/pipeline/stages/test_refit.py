@@ -54,13 +54,10 @@ def test_refit_each_distinct_lambda_on_train_val(prepared, tmp_path) -> None:
 
 
 def test_runs_decoding_differently_are_refitted_once_each_as_alone(
-    prepared, tmp_path, monkeypatch
+    prepared, tmp_path, fit_memos
 ) -> None:
     """The refit stage's group task (runs that fit the same models) saves for each run the
     models its own task saves, with a refit at the same lambda solved once."""
-    import contextlib
-
-    import projloss.estimators as estimators
     from pipeline.runs import parallel
 
     base = ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
@@ -73,22 +70,12 @@ def test_runs_decoding_differently_are_refitted_once_each_as_alone(
     tuned = [tune.run(run, data) for run in runs]
     for i, (run, t) in enumerate(zip(runs, tuned, strict=True)):
         parallel.refit_task(run, t, tmp_path / f"alone{i}")
-    memos = []
-    real = estimators.memoized_fits
-
-    @contextlib.contextmanager
-    def spy():
-        with real() as memo:
-            memos.append(memo)
-            yield memo
-
-    monkeypatch.setattr(estimators, "memoized_fits", spy)
     pairs = enumerate(zip(runs, tuned, strict=True))
     parallel.refit_group_task([(run, t, tmp_path / f"group{i}") for i, (run, t) in pairs])
     shared = {s["index"] for s in tuned[0]["selected"].values()} & {
         s["index"] for s in tuned[1]["selected"].values()
     }
-    assert memos[0].hits >= len(shared) >= 1
+    assert fit_memos[0].hits >= len(shared) >= 1
     Xt = data.test[0]
     for i in range(2):
         alone, grouped = refit.load(tmp_path / f"alone{i}"), refit.load(tmp_path / f"group{i}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
 
@@ -101,22 +100,6 @@ def test_non_convergence_is_counted_not_printed(prepared, caplog) -> None:
     assert "2 of 2 fits stopped before convergence" in caplog.text
 
 
-def _memo_spy(monkeypatch) -> list:
-    """The memos of the ``memoized_fits`` blocks opened from now on."""
-    import projloss.estimators as estimators
-
-    real, memos = estimators.memoized_fits, []
-
-    @contextlib.contextmanager
-    def spy():
-        with real() as memo:
-            memos.append(memo)
-            yield memo
-
-    monkeypatch.setattr(estimators, "memoized_fits", spy)
-    return memos
-
-
 def _without_fit_times(calls: list) -> list:
     """Recorded tracker calls, the times (fit and tune seconds) left out."""
     out = []
@@ -134,7 +117,7 @@ def _without_times(tuned: dict) -> dict:
     return {k: v for k, v in tuned.items() if k not in ("fit_seconds", "seconds")}
 
 
-def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, monkeypatch) -> None:
+def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, fit_memos) -> None:
     """A group task (runs that differ only in how they decode) gives each run what its own
     task gives, to the last bit -- validation values, selection, iterations, the child
     runs it logs -- with every fit of the grid solved once."""
@@ -150,9 +133,8 @@ def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, monkey
     keys = {parallel.fit_group_key(run.config) for run in runs}
     assert len(keys) == 1
     alone = [parallel.tune_recorded_task(run) for run in runs]
-    memos = _memo_spy(monkeypatch)
     grouped = parallel.tune_recorded_group_task(runs)
-    assert [(m.hits, m.misses) for m in memos] == [(8, 4)]
+    assert [(m.hits, m.misses) for m in fit_memos] == [(8, 4)]
     for (t_alone, calls_alone), (t_group, calls_group) in zip(alone, grouped, strict=True):
         assert _without_times(t_group) == _without_times(t_alone)
         assert _without_fit_times(calls_group) == _without_fit_times(calls_alone)
