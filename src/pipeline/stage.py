@@ -186,7 +186,7 @@ def _run_tags(comp: Any, key: str, rid: str) -> dict[str, str]:
 
 def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
-    from .config.experiments import get_experiment, iter_compose_runs
+    from .config.experiments import get_experiment, iter_compose_runs, run_ids
     from .config.run import RunConfig
     from .fileio import write_json
     from .runs import parallel
@@ -219,10 +219,6 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     plain_tasks = parallel.TaskStream(parallel.tune_recorded_group_task, n_jobs)
     split_tasks = parallel.TaskStream(parallel.tune_task, n_jobs)
 
-    def submit(members: list[tuple[str, Any]]) -> None:
-        plain_tasks.add(tuple(run for _, run in members))
-        group_ids.append([rid for rid, _ in members])
-
     try:
         for rid, cfg in iter_compose_runs(params, key, run_order=run_order):
             runs[rid] = cfg
@@ -232,20 +228,20 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
                 group = group_of.get(name, -1)
                 members = forming.setdefault((dataset, group), [])
                 members.append((rid, run))
-                if len(members) >= group_size.get(group, 1):
-                    submit(forming.pop((dataset, group)))
+                if len(members) == group_size.get(group, 1):  # the group is composed
+                    del forming[(dataset, group)]
+                    plain_tasks.add(tuple(run for _, run in members))
+                    group_ids.append([member for member, _ in members])
                 continue
             run_keys, tasks = parallel.sweep_tasks({rid: run}, lambda r, run_s, split: (run_s,))
             keys.extend(run_keys)
             for task in tasks:
                 split_tasks.add(*task)
-        for members in forming.values():  # (none: every group completes)
-            submit(members)
     except BaseException:  # a run that does not compose: the started fits are not needed
         parallel.stop_workers()
         raise
     if run_order is not None:  # logged in the list's order
-        runs = {rid: runs[rid] for rid in _composition_order(item)}
+        runs = {rid: runs[rid] for rid in run_ids(item)}
     plain = {rid: run for rid, run in typed.items() if run.splits is None}
     swept_runs = {rid: run for rid, run in typed.items() if run.splits is not None}
     if swept_runs:
@@ -285,14 +281,6 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     path = _out(TUNING_DIR / f"{key}.json")
     write_json(path, out)
     return path
-
-
-def _composition_order(item: Mapping[str, Any]) -> list[str]:
-    """The run ids of an experiment in the order of its list (runs, then datasets: the
-    order :func:`pipeline.config.experiments.iter_compose_runs` composes them in)."""
-    if item["datasets"] is None:
-        return list(item["runs"])
-    return [f"{dataset}/{run}" for run in item["runs"] for dataset in item["datasets"]]
 
 
 def _by_run(

@@ -228,7 +228,7 @@ def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_par
     composing them (pipeline.runs.parallel.fit_group_order); for every experiment of the
     paper's list that is the grouping of their composed configs (fit_group_key), and the
     runs are composed in that order without changing a config."""
-    from pipeline.config.experiments import iter_compose_runs
+    from pipeline.config.experiments import iter_compose_runs, run_ids
     from pipeline.runs.parallel import fit_group_key, fit_group_order
 
     p = copy.deepcopy(paper_params)
@@ -242,6 +242,7 @@ def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_par
         order, group = fit_group_order(item["runs"])
         composed = dict(iter_compose_runs(p, key, run_order=order))
         assert composed == compose_runs(p, key)  # the same configs in another order
+        assert list(compose_runs(p, key)) == run_ids(get_experiment(p, key))  # the default
         by_key: dict[tuple, set[int]] = {}
         for rid, cfg in composed.items():
             dataset, name = rid.split("/", 1) if "/" in rid else (None, rid)

@@ -277,6 +277,15 @@ def iter_compose_runs(
             yield rid, finish(rid, plain)
 
 
+def run_ids(item: Mapping[str, Any]) -> list[str]:
+    """The run ids of an experiment (:func:`get_experiment`) in the order
+    :func:`iter_compose_runs` composes them by default: each run of the list, on each of
+    its datasets in turn (ids ``<dataset>/<run>``)."""
+    if item["datasets"] is None:
+        return list(item["runs"])
+    return [f"{dataset}/{run}" for run in item["runs"] for dataset in item["datasets"]]
+
+
 def _overrides_of(item: Mapping[str, Any], rid: str) -> list[str]:
     """The Hydra overrides of run ``rid`` (``<dataset>/<run>`` with ``datasets``)."""
     if item["datasets"] is None:

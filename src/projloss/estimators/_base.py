@@ -198,10 +198,9 @@ class ProjectionEstimatorBase(BaseEstimator):
         if memo is None or isinstance(self.projection_set, ConvexSet):
             res = fit(coef_init=coef_init, intercept_init=intercept_init, solver=solver)
         else:  # a fit of the same inputs earlier in this process: its result (_fit_memo)
-            s = training_set
             settings = (
-                f"{type(s).__module__}.{type(s).__qualname__}",
-                sorted(s.get_params().items()),
+                f"{type(training_set).__module__}.{type(training_set).__qualname__}",
+                sorted(training_set.get_params().items()),
                 comp.geometry,
                 float(self.alpha),
                 bool(self.fit_intercept),

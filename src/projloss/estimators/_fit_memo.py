@@ -7,7 +7,7 @@ ways in Table 1, the row-stochastic projection decoded two ways in Tables 1 and 
 :func:`memoized_fits` an estimator's fit reuses the result of an earlier fit of this process
 with the same inputs instead of solving again: the features, the encoded targets, the
 projection set (its type and parameters), the geometry, every solver setting and the warm
-start, all compared by content (a BLAKE2 digest of the arrays' bytes, shapes and types).
+start, all compared by content (a SHA-256 digest of the arrays' bytes, shapes and types).
 The solver is deterministic, so the result is the one solving again would give, to the
 last bit (``n_iter_``, ``converged_`` included); only the time differs.
 
@@ -93,22 +93,20 @@ def active_memo() -> FitMemo | None:
 
 
 def fit_key(arrays: tuple[Any, ...], settings: tuple[Any, ...]) -> str:
-    """The digest of ``arrays`` (dense or sparse, or None: by shape, type and bytes) and of
-    ``settings`` (their ``repr``: plain values only)."""
-    h = hashlib.blake2b(digest_size=20)
+    """The digest of ``arrays`` (dense, sparse -- by :func:`._newton.content_key` -- or
+    None: by shape, type and bytes, read in place) and of ``settings`` (their ``repr``:
+    plain values only). SHA-256, as ``content_key`` (the CPU's SHA instructions)."""
+    from ._newton import content_key
+
+    h = hashlib.sha256()
     for a in arrays:
         if a is None:
             h.update(b"<none>")
         elif sp.issparse(a):
-            a = sp.csr_matrix(a)
-            h.update(repr(("csr", a.shape, a.dtype.str, a.has_sorted_indices)).encode())
-            for part in (a.indptr, a.indices, a.data):
-                part = np.ascontiguousarray(part)
-                h.update(part.dtype.str.encode())
-                h.update(memoryview(part).cast("B"))
+            h.update(content_key(sp.csr_matrix(a)).encode())
         else:
             a = np.ascontiguousarray(a)
-            h.update(repr(("dense", a.shape, a.dtype.str)).encode())
+            h.update(repr((a.shape, a.dtype.str)).encode())
             h.update(memoryview(a).cast("B"))
     h.update(repr(settings).encode())
     return h.hexdigest()

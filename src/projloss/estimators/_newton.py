@@ -234,6 +234,15 @@ class SparseDerived:
 _SPARSE_CACHE: dict[str, tuple[str, SparseDerived]] = {}
 
 
+def _cholesky(M: NDArray[Any]) -> NDArray[Any] | None:
+    """The lower Cholesky factor of ``M`` (its precision), or None if it is not positive
+    definite to that precision."""
+    try:
+        return cho_factor(M, lower=True, check_finite=False)[0]
+    except LinAlgError:
+        return None
+
+
 def content_key(G: sp.csr_matrix) -> str:
     """A key of the CSR matrix ``G`` that only a matrix of the same contents has: its shape,
     the types and sizes of its three arrays and the SHA-256 digest of their bytes (read in
@@ -871,19 +880,15 @@ class _BasisProblem:
         blocks[:, idx, idx] += self.alpha * self.pen
         factors: list[tuple[NDArray[Any], bool]] = []  # (factor, is Cholesky)
         for a, M in enumerate(blocks):
-            try:  # positive definite whenever every coefficient is penalized
-                factors.append((cho_factor(M, lower=True, check_finite=False)[0], True))
-                continue
-            except LinAlgError:
-                pass
-            if M.dtype != np.float64:  # indefinite by the rounding of float32: float64
+            # positive definite whenever every coefficient is penalized
+            factor = _cholesky(M)
+            if factor is None and M.dtype != np.float64:  # indefinite by float32's rounding
                 M = self.weighted_gram(W[:, a])
                 M[idx, idx] += self.alpha * self.pen
-                try:
-                    factors.append((cho_factor(M, lower=True, check_finite=False)[0], True))
-                    continue
-                except LinAlgError:
-                    pass
+                factor = _cholesky(M)
+            if factor is not None:
+                factors.append((factor, True))
+                continue
             w, E = np.linalg.eigh(M)  # singular (an unpenalized intercept, no curvature)
             top = max(float(w.max()), 1e-300)
             inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
