@@ -19,6 +19,15 @@ thread, ``python -m benchmarks.sparse_products``, best of five on a loaded machi
 taken in the same order as scipy's, so the results agree to the rounding of the
 individual products. Any index dtype (int32, int64), unsorted or repeated indices
 (summed), empty rows and columns.
+
+The gathered (``W``) and scattered (``G^T T``) rows are the memory traffic: with
+``p = 22`` a row is 176 bytes, which spans three or four 64-byte cache lines depending on
+where it starts. Both products therefore work on a copy whose rows are padded to whole
+cache lines (:func:`padded_width`: ``22 -> 24`` columns, 192 bytes, aligned to 64 bytes):
+every row is exactly three lines. The padding columns are zeros and the results are cut
+back to ``p`` columns, so every value is the same to the last bit (the same operations on
+the same columns). On the same case (17,158 x 30,438, one thread, best of five, AMD EPYC
+with 32 MB L3): ``G @ W`` 0.172 -> 0.145 s, ``G.T @ T`` 0.177 -> 0.145 s.
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .._numba import kernel
+
+#: bytes per cache line: the padded rows start on, and fill, whole lines
+CACHE_LINE = 64
 
 
 @kernel
@@ -56,13 +68,44 @@ def _csr_t_matmul(indptr, indices, data, T, out):  # pragma: no cover - compiled
                 out[j, a] += v * T[i, a]
 
 
-def _check(G: sp.csr_matrix, B: NDArray, rows: int, what: str) -> NDArray[np.float64]:
+def padded_width(p: int) -> int:
+    """The padded row length for ``p`` float64 columns: a power of two up to a cache line
+    (8 values), else the next multiple of 8 -- a row then never straddles a line more
+    than it must.
+
+    Examples
+    --------
+    >>> [padded_width(p) for p in (1, 2, 3, 5, 8, 9, 22, 24)]
+    [1, 2, 4, 8, 8, 16, 24, 24]
+    """
+    per_line = CACHE_LINE // 8
+    if p <= per_line:
+        return 1 << max(p - 1, 0).bit_length()
+    return -(-p // per_line) * per_line
+
+
+def _aligned_zeros(rows: int, cols: int) -> NDArray[np.float64]:
+    """A C-contiguous ``(rows, cols)`` float64 array of zeros starting on a cache line."""
+    per_line = CACHE_LINE // 8
+    buf = np.zeros(rows * cols + per_line)
+    start = (-buf.ctypes.data % CACHE_LINE) // 8
+    return buf[start : start + rows * cols].reshape(rows, cols)
+
+
+def _padded(G: sp.csr_matrix, B: NDArray, rows: int, what: str) -> NDArray[np.float64]:
+    """``B`` ``(rows, p)`` as C-contiguous float64 with its rows padded to
+    :func:`padded_width` (zeros), in one copy at most; checks the shapes."""
     if not (sp.issparse(G) and G.format == "csr"):
         raise TypeError(f"{what}: G must be a CSR matrix, got {type(G).__name__}")
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    if B.ndim != 2 or B.shape[0] != rows:
-        raise ValueError(f"{what}: shapes {G.shape} and {B.shape} do not match")
-    return B
+    if np.ndim(B) != 2 or np.shape(B)[0] != rows:
+        raise ValueError(f"{what}: shapes {G.shape} and {np.shape(B)} do not match")
+    p = np.shape(B)[1]
+    q = padded_width(p)
+    if q == p:
+        return np.ascontiguousarray(B, dtype=np.float64)
+    out = _aligned_zeros(rows, q)
+    out[:, :p] = B
+    return out
 
 
 def csr_matmul(G: sp.csr_matrix, W: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -74,10 +117,11 @@ def csr_matmul(G: sp.csr_matrix, W: NDArray[np.float64]) -> NDArray[np.float64]:
     >>> csr_matmul(G, np.arange(6.0).reshape(3, 2)).tolist()
     [[8.0, 11.0], [0.0, 0.0]]
     """
-    W = _check(G, W, G.shape[1], "csr_matmul")
-    out = np.empty((G.shape[0], W.shape[1]))
-    _csr_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), W, out)
-    return out
+    p = np.shape(W)[-1]
+    Wq = _padded(G, W, G.shape[1], "csr_matmul")  # rows on whole cache lines
+    out = np.empty((G.shape[0], Wq.shape[1]))
+    _csr_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), Wq, out)
+    return out if out.shape[1] == p else np.ascontiguousarray(out[:, :p])
 
 
 def csr_t_matmul(G: sp.csr_matrix, T: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -90,7 +134,10 @@ def csr_t_matmul(G: sp.csr_matrix, T: NDArray[np.float64]) -> NDArray[np.float64
     >>> csr_t_matmul(G, np.array([[1.0], [2.0]])).ravel().tolist()
     [1.0, 6.0, 2.0]
     """
-    T = _check(G, T, G.shape[0], "csr_t_matmul")
-    out = np.zeros((G.shape[1], T.shape[1]))
-    _csr_t_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), T, out)
-    return out
+    p = np.shape(T)[-1]
+    # the scattered rows on whole cache lines; T padded too, so that the loop over a row
+    # is whole vectors
+    Tq = _padded(G, T, G.shape[0], "csr_t_matmul")
+    out = _aligned_zeros(G.shape[1], Tq.shape[1])
+    _csr_t_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), Tq, out)
+    return out if out.shape[1] == p else np.ascontiguousarray(out[:, :p])

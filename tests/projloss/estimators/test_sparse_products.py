@@ -60,3 +60,40 @@ def test_products_reject_mismatched_shapes():
         csr_t_matmul(G, np.ones((2, 2)))
     with pytest.raises(TypeError, match="CSR"):
         csr_matmul(G.tocsc(), np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 7, 8, 9, 22, 24, 25])
+def test_padding_changes_no_bit(p):
+    """The products on rows padded to whole cache lines equal the kernels on the unpadded
+    arrays bitwise (the same operations on the same columns), C-contiguous, with the
+    caller's block left as it was."""
+    from projloss.estimators._sparse_products import _csr_matmul, _csr_t_matmul
+
+    rng = np.random.default_rng(p)
+    G = sp.random(300, 200, density=0.1, format="csr", random_state=p)
+    X = rng.standard_normal((p, 200))  # as the solver passes it: a transposed view
+    T = rng.standard_normal((300, p))
+    W, T_before = np.ascontiguousarray(X.T), T.copy()
+    ref = np.empty((300, p))
+    _csr_matmul(G.indptr, G.indices, G.data, W, ref)
+    ref_t = np.zeros((200, p))
+    _csr_t_matmul(G.indptr, G.indices, G.data, T, ref_t)
+    out, out_t = csr_matmul(G, X.T), csr_t_matmul(G, T)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out_t, ref_t)
+    assert out.flags.c_contiguous and out_t.flags.c_contiguous
+    np.testing.assert_array_equal(T, T_before)
+
+
+def test_padded_width_fills_cache_lines():
+    from projloss.estimators._sparse_products import CACHE_LINE, _aligned_zeros, padded_width
+
+    for p in range(1, 70):
+        q = padded_width(p)
+        assert q >= p
+        assert (8 * q) % CACHE_LINE == 0 or CACHE_LINE % (8 * q) == 0
+        assert q - p < max(p, 8)  # never more than doubles, at most 7 more past a line
+    for rows, cols in [(0, 8), (1, 24), (17, 3)]:
+        A = _aligned_zeros(rows, cols)
+        assert A.shape == (rows, cols) and not A.any() and A.flags.c_contiguous
+        assert A.ctypes.data % CACHE_LINE == 0 or A.size == 0
