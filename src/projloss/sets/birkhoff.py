@@ -27,7 +27,10 @@ Newton iteration: :math:`O(k^2\log k)` (Euclidean) or :math:`O(k^2)` (KL) plus a
 
 - MAP: the linear assignment problem
   :math:`\max_\sigma \sum_i \theta_{i\sigma(i)}`, by the Hungarian algorithm
-  (:func:`scipy.optimize.linear_sum_assignment`).
+  (:func:`scipy.optimize.linear_sum_assignment`); assignments within
+  ``1e-7 * max|theta|`` of the best are tied and the lexicographically smallest is
+  returned (:mod:`._assignment`), so that the decoded ranking does not depend on the last
+  bits of the scores.
 """
 
 from __future__ import annotations
@@ -39,11 +42,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_array
 from . import _birkhoff_solvers
+from ._assignment import canonical_assignment
 from .base import ConvexSet
 
 
@@ -136,12 +139,11 @@ class Birkhoff(ConvexSet):
         k = shape[-1]
         flat = theta.reshape(-1, k, k)
         out = np.zeros_like(flat)
-        rows = np.arange(k)
-        # One Hungarian solve per sample: a Python loop, acceptable here because MAP is used
-        # at prediction/decoding time, not inside the training loop.
-        for i, t in enumerate(flat):
-            _, cols = linear_sum_assignment(t, maximize=True)
-            out[i, rows, cols] = 1.0
+        # One Hungarian solve per sample (a Python loop, acceptable here because MAP is used
+        # at prediction/decoding time, not inside the training loop), near-ties broken
+        # canonically
+        cols = canonical_assignment(flat)
+        out[np.arange(len(flat))[:, None], np.arange(k), cols] = 1.0
         return out.reshape(shape)
 
     # ------------------------------------------------------------------ encoding
