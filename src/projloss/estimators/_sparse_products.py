@@ -92,20 +92,28 @@ def _aligned_zeros(rows: int, cols: int) -> NDArray[np.float64]:
     return buf[start : start + rows * cols].reshape(rows, cols)
 
 
-def _padded(G: sp.csr_matrix, B: NDArray, rows: int, what: str) -> NDArray[np.float64]:
-    """``B`` ``(rows, p)`` as C-contiguous float64 with its rows padded to
-    :func:`padded_width` (zeros), in one copy at most; checks the shapes."""
+def _padded(G: sp.csr_matrix, B: NDArray, rows: int, what: str) -> tuple[NDArray[np.float64], int]:
+    """``B`` ``(rows, p)`` as a C-contiguous float64 array on a cache line with its rows
+    padded to :func:`padded_width` (zeros), in one copy at most, and ``p``; checks the
+    shapes."""
     if not (sp.issparse(G) and G.format == "csr"):
         raise TypeError(f"{what}: G must be a CSR matrix, got {type(G).__name__}")
     if np.ndim(B) != 2 or np.shape(B)[0] != rows:
         raise ValueError(f"{what}: shapes {G.shape} and {np.shape(B)} do not match")
     p = np.shape(B)[1]
     q = padded_width(p)
-    if q == p:
-        return np.ascontiguousarray(B, dtype=np.float64)
+    ready = (
+        q == p
+        and isinstance(B, np.ndarray)
+        and B.dtype == np.float64
+        and B.flags.c_contiguous
+        and B.ctypes.data % CACHE_LINE == 0
+    )
+    if ready:
+        return B, p
     out = _aligned_zeros(rows, q)
     out[:, :p] = B
-    return out
+    return out, p
 
 
 def csr_matmul(G: sp.csr_matrix, W: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -117,8 +125,7 @@ def csr_matmul(G: sp.csr_matrix, W: NDArray[np.float64]) -> NDArray[np.float64]:
     >>> csr_matmul(G, np.arange(6.0).reshape(3, 2)).tolist()
     [[8.0, 11.0], [0.0, 0.0]]
     """
-    p = np.shape(W)[-1]
-    Wq = _padded(G, W, G.shape[1], "csr_matmul")  # rows on whole cache lines
+    Wq, p = _padded(G, W, G.shape[1], "csr_matmul")  # rows on whole cache lines
     out = np.empty((G.shape[0], Wq.shape[1]))
     _csr_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), Wq, out)
     return out if out.shape[1] == p else np.ascontiguousarray(out[:, :p])
@@ -134,10 +141,9 @@ def csr_t_matmul(G: sp.csr_matrix, T: NDArray[np.float64]) -> NDArray[np.float64
     >>> csr_t_matmul(G, np.array([[1.0], [2.0]])).ravel().tolist()
     [1.0, 6.0, 2.0]
     """
-    p = np.shape(T)[-1]
     # the scattered rows on whole cache lines; T padded too, so that the loop over a row
     # is whole vectors
-    Tq = _padded(G, T, G.shape[0], "csr_t_matmul")
+    Tq, p = _padded(G, T, G.shape[0], "csr_t_matmul")
     out = _aligned_zeros(G.shape[1], Tq.shape[1])
     _csr_t_matmul(G.indptr, G.indices, np.asarray(G.data, dtype=np.float64), Tq, out)
     return out if out.shape[1] == p else np.ascontiguousarray(out[:, :p])

@@ -60,6 +60,11 @@ def test_products_reject_mismatched_shapes():
         csr_t_matmul(G, np.ones((2, 2)))
     with pytest.raises(TypeError, match="CSR"):
         csr_matmul(G.tocsc(), np.ones((3, 2)))
+    for bad in (np.ones(3), 1.0, np.ones((3, 2, 1))):  # not a block
+        with pytest.raises(ValueError, match="do not match"):
+            csr_matmul(G, bad)
+        with pytest.raises(ValueError, match="do not match"):
+            csr_t_matmul(G, bad)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 5, 7, 8, 9, 22, 24, 25])
