@@ -107,7 +107,18 @@ def lexicographic_assignment(theta: NDArray[np.float64], floor: float) -> NDArra
 def canonical_assignment(theta: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.int64]:
     """Maximum-score assignments of finite ``(n, k, k)`` score matrices, ``(n, k)`` (row ->
     column), with the assignments within ``rtol * max|theta_i|`` of the best treated as
-    tied and the lexicographically smallest of them returned (module docstring)."""
+    tied and the lexicographically smallest of them returned (module docstring).
+
+    Examples
+    --------
+    >>> theta = np.array([[[1.0, 1.0], [1.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]])
+    >>> canonical_assignment(theta).tolist()  # a tie, then a unique best
+    [[0, 1], [1, 0]]
+    >>> canonical_assignment(np.array([[[1.0, 1.0 + 1e-12], [1.0, 1.0]]])).tolist()
+    [[0, 1]]
+    >>> canonical_assignment(np.array([[[1.0, 1.0 + 1e-12], [1.0, 1.0]]]), rtol=0.0).tolist()
+    [[1, 0]]
+    """
     n, k = theta.shape[0], theta.shape[-1]
     cols = np.empty((n, k), dtype=np.int64)
     for i, t in enumerate(theta):
