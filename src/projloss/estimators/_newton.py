@@ -243,6 +243,16 @@ def _cholesky(M: NDArray[Any]) -> NDArray[Any] | None:
         return None
 
 
+def _pseudo_inverse(M: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The pseudo-inverse of a symmetric positive semidefinite ``M`` by its eigenvalues,
+    those below ``1e-12`` of the largest taken as 0 (a singular block: an unpenalized
+    intercept without curvature)."""
+    w, E = np.linalg.eigh(M)
+    top = max(float(w.max()), 1e-300)
+    inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
+    return (E * inv) @ E.T
+
+
 def content_key(G: sp.csr_matrix) -> str:
     """A key of the CSR matrix ``G`` that only a matrix of the same contents has: its shape,
     the types and sizes of its three arrays and the SHA-256 digest of their bytes (read in
@@ -886,13 +896,8 @@ class _BasisProblem:
                 M = self.weighted_gram(W[:, a])
                 M[idx, idx] += self.alpha * self.pen
                 factor = _cholesky(M)
-            if factor is not None:
-                factors.append((factor, True))
-                continue
-            w, E = np.linalg.eigh(M)  # singular (an unpenalized intercept, no curvature)
-            top = max(float(w.max()), 1e-300)
-            inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
-            factors.append(((E * inv) @ E.T, False))
+            # else singular (an unpenalized intercept, no curvature): the pseudo-inverse
+            factors.append((factor, True) if factor is not None else (_pseudo_inverse(M), False))
 
         def precond(R: NDArray[np.float64]) -> NDArray[np.float64]:
             out = np.empty_like(R)
@@ -924,10 +929,7 @@ class _BasisProblem:
                 Linv = solve_triangular(L, eye, lower=True)
                 inverses.append(Linv.T @ Linv)
             except LinAlgError:  # singular (an unpenalized intercept, no curvature)
-                w, E = np.linalg.eigh(M)
-                top = max(float(w.max()), 1e-300)
-                inv = np.where(w > 1e-12 * top, 1.0 / np.maximum(w, 1e-300), 0.0)
-                inverses.append((E * inv) @ E.T)
+                inverses.append(_pseudo_inverse(M))
         Minv = np.stack(inverses)  # (p, m, m)
         return lambda R: np.einsum("ajk,ak->aj", Minv, R)
 

@@ -947,3 +947,17 @@ def test_a_different_matrix_never_gets_the_derived_data_of_another(monkeypatch):
     fresh = ProjectionMultilabelClassifier(**kw).fit(X.copy(), Y)
     np.testing.assert_array_equal(est.coef_, fresh.coef_)
     np.testing.assert_array_equal(est.intercept_, fresh.intercept_)
+
+
+def test_pseudo_inverse_of_singular_and_regular_blocks():
+    """The preconditioners' pseudo-inverse: the Moore-Penrose inverse of a singular PSD
+    block (a direction without curvature), the inverse of a regular one."""
+    from projloss.estimators._newton import _pseudo_inverse
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((6, 4))
+    singular = A @ A.T  # rank 4 of 6
+    np.testing.assert_allclose(_pseudo_inverse(singular), np.linalg.pinv(singular), atol=1e-10)
+    regular = singular + np.eye(6)
+    np.testing.assert_allclose(_pseudo_inverse(regular) @ regular, np.eye(6), atol=1e-12)
+    np.testing.assert_array_equal(_pseudo_inverse(np.zeros((3, 3))), np.zeros((3, 3)))
