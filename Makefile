@@ -4,14 +4,19 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH ?= torch==2.13.0
 
 .PHONY: repro repro-repeated params test lint bench venv clean-venv ui-screenshots
 
 venv: $(STAMP)
 
+# torch's CPU build first (a local file on these machines, seconds): the dev extra's
+# range `torch>=2.4,<3` is then satisfied, where it alone would pull a CUDA build of
+# several GB into every fresh venv. TORCH=... picks another build (e.g. a CUDA one).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 

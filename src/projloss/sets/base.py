@@ -14,6 +14,22 @@ A set :math:`C \subseteq \mathbb{R}^p` (or :math:`\mathbb{R}^{k\times k}`) comes
 
 Every oracle is batched over any leading axes: ``theta`` has shape ``(..., p)`` for vector
 sets and ``(..., k, k)`` for matrix sets (``matrix = True``).
+
+The same oracles on arrays of any array-API library (PyTorch tensors on the CPU or a GPU,
+float32 or float64; NumPy arrays), written once per set in the set's own module
+(:mod:`projloss._xp`):
+
+- ``xp_project(theta, geometry)``: the projection, on ``theta``'s device and in its dtype;
+- ``xp_project_jvp(theta, u, tangent, geometry)``: the Jacobian-vector product
+  :math:`J_P(\theta)\,t` at ``u = xp_project(theta, geometry)``. A Bregman projection is
+  the gradient of the conjugate :math:`\Omega^* = (\Psi + I_C)^*`, so its Jacobian is the
+  Hessian of :math:`\Omega^*`: symmetric, and the same function is the vector-Jacobian
+  product of a backward pass (:mod:`projloss.torch`);
+- ``xp_argmax(theta)``: the MAP oracle, equal to :meth:`ConvexSet.argmax`.
+
+A set implements ``_xp_project``, ``_xp_project_jvp`` and ``_xp_argmax``; the public
+methods check the shape and geometry first. ``projloss.torch`` is the user-facing face
+(functions, ``nn.Module`` losses, autograd).
 """
 
 from __future__ import annotations
@@ -110,6 +126,60 @@ class ConvexSet(ParamsMixin, ABC):
 
     @abstractmethod
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    # ------------------------------------------------------------------ array-API oracles
+    def _xp_check(self, theta: Any, name: str = "theta") -> None:
+        """Shape checks of an array-API ``theta`` (no copy, no device synchronization)."""
+        shape = tuple(theta.shape)
+        nd = self.event_ndim
+        if len(shape) < nd:
+            raise ValueError(
+                f"{name} must have at least {nd} dimension(s) for the set {self.name!r} "
+                f"(a batch of shape (..., {'k, k' if self.matrix else 'p'})), got shape {shape}"
+            )
+        if self.matrix and shape[-1] != shape[-2]:
+            raise ValueError(f"{name} must be a batch of square k x k matrices, got shape {shape}")
+        if shape[-1] < self.min_size:
+            raise ValueError(
+                f"{name}: the set {self.name!r} needs at least {self.min_size} entries on its "
+                f"last axis, got shape {shape}"
+            )
+        self._check_size(shape[-1])
+
+    def xp_project(self, theta: Any, geometry: str = "euclidean") -> Any:
+        r""":math:`P_C^\Psi(\theta)` for an array of any array-API library (on its device,
+        in its floating dtype), batched over the leading axes."""
+        from .._xp import namespace
+
+        g = self._check_geometry(geometry)
+        self._xp_check(theta)
+        return self._xp_project(theta, g, namespace(theta))
+
+    def xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str = "euclidean") -> Any:
+        r""":math:`J_P(\theta)\,t` at ``u = xp_project(theta, geometry)`` (the Jacobian is
+        symmetric: this is also the vector-Jacobian product). At a kink (ties at the
+        boundary of a face) it is the Jacobian of the face that ``u`` lies on."""
+        from .._xp import namespace
+
+        g = self._check_geometry(geometry)
+        self._xp_check(theta)
+        return self._xp_project_jvp(theta, u, tangent, g, namespace(theta, u, tangent))
+
+    def xp_argmax(self, theta: Any) -> Any:
+        r"""The MAP oracle :meth:`argmax` for an array of any array-API library."""
+        from .._xp import namespace
+
+        self._xp_check(theta)
+        return self._xp_argmax(theta, namespace(theta))
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        raise NotImplementedError(f"the set {self.name!r} has no array-API projection")
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        raise NotImplementedError(f"the set {self.name!r} has no array-API projection JVP")
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        raise NotImplementedError(f"the set {self.name!r} has no array-API MAP oracle")
 
     # ------------------------------------------------------------------ encoding
     @abstractmethod
