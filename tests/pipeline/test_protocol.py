@@ -71,6 +71,31 @@ def test_seed_honoured(raw_all, load, name: str) -> None:
     assert not np.array_equal(a["train"], b["train"])
 
 
+@pytest.mark.parametrize("drop", [False, True])
+def test_reseeded_own_split_resamples_the_test_part(raw_all, load, drop: bool) -> None:
+    """A multilabel dataset with its own split: seed 0 keeps the shipped test part, a seed
+    s >= 1 draws a test part of the shipped size from the pooled rows with that seed."""
+    raw = load("birds")
+    _, y = stacked(raw)
+    kept = np.arange(len(y))
+    if drop:
+        kept = kept[y.sum(axis=1) > 0]
+    shipped = split_indices(raw, _variant(raw_all, "birds", drop_empty=drop)[1])
+    tests = []
+    for seed in (1, 2):
+        idx = split_indices(raw, _variant(raw_all, "birds", drop_empty=drop, seed=seed)[1])
+        all_ids = np.concatenate([idx["train"], idx["val"], idx["test"]])
+        np.testing.assert_array_equal(np.sort(all_ids), kept)  # a partition of the pool
+        assert len(idx["test"]) == len(shipped["test"])  # the paper's sizes
+        assert len(idx["val"]) == len(shipped["val"])
+        rest, test = train_test_split(kept, test_size=len(shipped["test"]), random_state=seed)
+        np.testing.assert_array_equal(idx["test"], test)
+        # the test sample changes: some shipped training rows are now tested
+        assert len(np.setdiff1d(idx["test"], shipped["test"])) > 0
+        tests.append(idx["test"])
+    assert not np.array_equal(np.sort(tests[0]), np.sort(tests[1]))
+
+
 @pytest.mark.parametrize("val_size", [0.25, 0.4])
 def test_validation_fraction(raw_all, load, val_size: float) -> None:
     raw = load("car")

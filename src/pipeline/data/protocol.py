@@ -2,6 +2,9 @@
 
 - Test set: the dataset's own test part when it ships a train/test split (one of the 30
   orreview splits for ordinal data, ``split``), otherwise a random ``test_size`` = 20%.
+  Beyond the paper (repeated splits): a dataset with its own test part and no indexed
+  splits (the multilabel ones), with a ``seed`` other than the default 0, pools its parts
+  and draws a test part of the shipped size with that seed; seed 0 is the shipped split.
 - Validation set: a random ``val_size`` = 25% of the remaining training part.
 - Both draws use :func:`sklearn.model_selection.train_test_split` with
   ``random_state=seed`` (0 by default), without stratification.
@@ -119,6 +122,14 @@ def split_indices(raw: RawData, variant: Variant) -> dict[str, np.ndarray]:
             raise ValueError(f"dataset {raw.name!r} has no own split: test_size is needed")
         train_full, test = train_test_split(
             ids["all"], test_size=variant.test_size, random_state=variant.seed
+        )
+    elif variant.split is None and variant.seed != PROTOCOL_DEFAULTS["seed"]:
+        # Repeated splits of a dataset with its own test part (the multilabel ones): a seed
+        # other than the paper's draws a new test part of the shipped size from the pooled
+        # rows, so that the splits resample the test sample, not only the validation part.
+        pooled = np.concatenate([ids["train"], ids["test"]])
+        train_full, test = train_test_split(
+            pooled, test_size=len(ids["test"]), random_state=variant.seed
         )
     else:
         train_full, test = ids["train"], ids["test"]

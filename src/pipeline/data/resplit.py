@@ -6,8 +6,10 @@ those variants under ``data/prepared/`` would change the DVC dependency of every
 experiment (``data/prepared``, the whole directory), so they are never written: the
 stages split the raw files in memory with :func:`pipeline.data.protocol.apply_protocol`, the
 same code the preprocess stage runs (deterministic: tune, refit and evaluate see the same
-split). Datasets with their own test part (the multilabel ones) keep it; the seed then
-redraws the validation part only, as in the paper's protocol.
+split). Datasets with their own test part and no indexed splits (the multilabel ones)
+pool their parts and draw a new test part of the shipped size (beyond the paper's
+protocol, :func:`pipeline.data.protocol.split_indices`), so that every seed resamples the
+test sample; seed 0 is the shipped split.
 """
 
 from __future__ import annotations
