@@ -62,6 +62,11 @@ def summary_line(comp: Composition, result: Mapping[str, Any], seconds: float) -
     return f"{comp.dataset} | {comp.task} {comp.label} | {lam} | test {test} | {seconds:.1f} s"
 
 
+def n_refit_rows(data: Any) -> int:
+    """Rows of the refit set, train + validation (the paper's "training set")."""
+    return int(np.asarray(data.train[1]).shape[0] + np.asarray(data.val[1]).shape[0])
+
+
 def headline(test: Mapping[str, Mapping[str, float]], select_by: list[str]) -> dict[str, float]:
     """``test.<m>``: metric ``m`` under its own lambda (or the first selection's)."""
     first = test[select_by[0]]
@@ -132,6 +137,8 @@ def run(
         "composition": comp.tags(),
         "refit": {str(i): fit for i, fit in refitted.fits.items()},
         "n_test": int(X.shape[0]),
+        # the refit set (train + validation): the corrected resampled t-test's n_train
+        "n_train": n_refit_rows(data),
         "y_shape": list(np.asarray(y).shape[1:]),  # per sample: (k,) rankings/labels, ()
     }
     settings = tracker.settings
