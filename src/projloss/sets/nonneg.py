@@ -10,11 +10,19 @@ Unbounded: no vertices and no MAP. Points may have any trailing shape.
 The KL projection :math:`e^{\theta - 1}` is not representable in float64 for
 :math:`\theta > 1 + \log(\text{max float}) \approx 710.78` (:data:`KL_THETA_MAX`): such
 input is refused with a ``ValueError`` naming the limit rather than returned as ``inf``.
+
+On arrays of any array-API library (PyTorch tensors, NumPy arrays) the same closed forms
+run elementwise on the array's device and in its dtype; there, checking for overflow would
+cost a device-to-host synchronization, so :math:`e^{\theta - 1}` is returned as ``inf``
+beyond the dtype's limit (:math:`\theta > 1 + \log(\text{max float})`: about 710.78 in
+float64, 89.72 in float32). Jacobians: :math:`J t = 1[\theta > 0] \odot t` (Euclidean;
+0 at the kink :math:`\theta_i = 0`, the face :math:`u_i = 0`) and
+:math:`J t = e^{\theta - 1} \odot t` (KL).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,6 +32,11 @@ from .base import ConvexSet
 
 #: Largest theta whose KL projection e^{theta - 1} is a finite float64 (~710.78).
 KL_THETA_MAX = 1.0 + float(np.log(np.finfo(np.float64).max))
+
+_NO_MAXIMIZER = (
+    "R^p_+ has no bounded maximizer (the linear maximization is unbounded): "
+    "decode with a polytope instead"
+)
 
 
 class NonNegative(ConvexSet):
@@ -63,10 +76,20 @@ class NonNegative(ConvexSet):
         return out
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        raise ValueError(
-            "R^p_+ has no bounded maximizer (the linear maximization is unbounded): "
-            "decode with a polytope instead"
-        )
+        raise ValueError(_NO_MAXIMIZER)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp.maximum(theta, 0.0)
+        return xp.exp(theta - 1.0)
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp.where(theta > 0, tangent, xp.zeros_like(tangent))
+        return u * tangent
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        raise ValueError(_NO_MAXIMIZER)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         arr = check_array(y, name="y")

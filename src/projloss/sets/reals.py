@@ -6,17 +6,26 @@ geometry is undefined here (:math:`\operatorname{dom}\Psi = \mathbb{R}^p_+`): us
 :class:`~projloss.sets.nonneg.NonNegative` instead. :math:`\mathbb{R}^p` has no vertices, so
 it cannot decode; pair it with a decoding set (paper Tables 1, 4, 6).
 Points may have any trailing shape (vectors or ``k x k`` matrices): the set acts entrywise.
+
+On arrays of any array-API library (PyTorch tensors, NumPy arrays), the projection is a
+copy of :math:`\theta`, its Jacobian the identity; the MAP oracle raises as
+:meth:`Reals.argmax` does.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_array
 from .base import ConvexSet
+
+_NO_VERTICES = (
+    "R^p has no vertices (the linear maximization is unbounded): "
+    "decode with a polytope instead (e.g. decoder=birkhoff)"
+)
 
 
 class Reals(ConvexSet):
@@ -43,10 +52,17 @@ class Reals(ConvexSet):
         return theta.copy()
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        raise ValueError(
-            "R^p has no vertices (the linear maximization is unbounded): "
-            "decode with a polytope instead (e.g. decoder=birkhoff)"
-        )
+        raise ValueError(_NO_VERTICES)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        # A copy, as the engine returns one (the caller may write into the result).
+        return xp.asarray(theta, copy=True)
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        return xp.asarray(tangent, copy=True)
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        raise ValueError(_NO_VERTICES)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         return check_array(y, name="y")

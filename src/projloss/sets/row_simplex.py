@@ -10,6 +10,11 @@ split into one simplex projection per row:
 - KL: row-wise softmax, :math:`O(k^2)`;
 - MAP: row-wise one-hot argmax (ties: first index).
 
+The array-API oracles (PyTorch tensors, NumPy arrays) are the simplex's
+(:func:`~projloss.sets.simplex.xp_sparsemax`, :func:`~projloss.sets.simplex.xp_softmax`,
+their Jacobian-vector products, which act row by row -- the Jacobian is block diagonal,
+one simplex block per row -- and :func:`~projloss.sets.simplex.xp_one_hot_argmax`).
+
 A batch ``(..., k, k)`` is simply a batch ``(..., k)`` of rows for the functions of
 :mod:`projloss.sets.simplex`, so everything is vectorized over samples and rows.
 
@@ -22,7 +27,7 @@ ranking encoding); any map ``[k] -> [k]`` is a vertex here, not only permutation
 from __future__ import annotations
 
 import itertools
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,6 +41,11 @@ from .simplex import (
     one_hot_argmax,
     project_simplex,
     softmax,
+    xp_one_hot_argmax,
+    xp_softmax,
+    xp_softmax_jvp,
+    xp_sparsemax,
+    xp_sparsemax_jvp,
 )
 
 
@@ -66,6 +76,19 @@ class RowSimplex(ConvexSet):
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return one_hot_argmax(theta)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp_sparsemax(xp, theta, axis=-1)
+        return xp_softmax(xp, theta, axis=-1)
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp_sparsemax_jvp(xp, u, tangent, axis=-1)
+        return xp_softmax_jvp(xp, u, tangent, axis=-1)
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        return xp_one_hot_argmax(xp, theta)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         """Row one-hot matrices ``(..., k, k)`` from ``y`` of shape ``(..., k)``."""

@@ -19,12 +19,18 @@ The batched functions :func:`project_simplex` and :func:`softmax` act along any 
 are reused by the row-stochastic matrices (:mod:`projloss.sets.row_simplex`) and the
 Birkhoff solvers. Both run as compiled per-row kernels (:mod:`projloss._numba`) after,
 for sparsemax, one batched ``np.sort``: there is no Python loop over samples.
+
+The same oracles on arrays of any array-API library (PyTorch tensors on the CPU or a GPU,
+NumPy arrays; :mod:`projloss._xp`) are :func:`xp_sparsemax`, :func:`xp_softmax`, their
+Jacobian-vector products :func:`xp_sparsemax_jvp`, :func:`xp_softmax_jvp` and
+:func:`xp_one_hot_argmax`, written once against the array API standard and also reused
+by the row-stochastic matrices and the Birkhoff solvers.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -221,6 +227,174 @@ def one_hot_argmax(theta: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
+# ---------------------------------------------------------------------- array API
+def _last(xp: Any, x: Any, axis: int) -> tuple[Any, bool]:
+    """``x`` with ``axis`` moved last (and whether it was moved)."""
+    if axis in (-1, x.ndim - 1):
+        return x, False
+    return xp.moveaxis(x, axis, -1), True
+
+
+def _back(xp: Any, x: Any, axis: int, moved: bool) -> Any:
+    """Inverse of :func:`_last`."""
+    return xp.moveaxis(x, -1, axis) if moved else x
+
+
+def xp_sparsemax(xp: Any, theta: Any, axis: int = -1) -> Any:
+    r"""Sparsemax along ``axis`` for an array of any array-API library: the Euclidean
+    projection onto the simplex, batched, on ``theta``'s device and in its dtype.
+
+    The algorithm of :func:`project_simplex` (Held, Wolfe & Crowder 1974; Duchi et al.
+    2008; Martins & Astudillo 2016) in whole-batch operations: in the frame shifted by
+    the row maximum, :math:`z = \theta - \max\theta` (so that the :math:`-1` survives
+    for huge :math:`|\theta|`), with :math:`s` the entries of :math:`z` sorted in
+    descending order,
+
+    .. math:: \tau = \max_{1\le j\le k} \frac{\sum_{i\le j} s_i - 1}{j},
+        \qquad P(\theta) = \max(z - \tau, 0),
+
+    the maximum being attained at the support size :math:`\rho` (see
+    :func:`project_simplex`). A batched sort, a cumulative sum and a few elementwise
+    passes: :math:`O(k\log k)` per row, no loop over rows, no host synchronization. No
+    input validation; a row with a non-finite entry gives NaN entries.
+
+    Parameters
+    ----------
+    xp : module
+        The array-API namespace of ``theta`` (:func:`projloss._xp.namespace`).
+    theta : array, shape (..., k, ...)
+        Scores, ``k >= 1`` along ``axis``; a floating dtype.
+    axis : int, default -1
+        The axis of the simplex.
+
+    Returns
+    -------
+    array, same shape, dtype and device as ``theta``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss._xp import namespace
+    >>> theta = np.array([[0.5, 1.2, -1.0], [3.0, 0.0, 0.0]])
+    >>> print(np.round(xp_sparsemax(namespace(theta), theta), 6))
+    [[0.15 0.85 0.  ]
+     [1.   0.   0.  ]]
+    """
+    from .._xp import device
+
+    x, moved = _last(xp, theta, axis)
+    z = x - xp.max(x, axis=-1, keepdims=True)
+    s = xp.sort(z, axis=-1, descending=True)
+    j = xp.arange(1, x.shape[-1] + 1, dtype=x.dtype, device=device(x))
+    tau = xp.max((xp.cumulative_sum(s, axis=-1) - 1.0) / j, axis=-1, keepdims=True)
+    return _back(xp, xp.maximum(z - tau, 0.0), axis, moved)
+
+
+def xp_sparsemax_jvp(xp: Any, u: Any, tangent: Any, axis: int = -1) -> Any:
+    r"""Jacobian-vector product of sparsemax at ``u = xp_sparsemax(xp, theta, axis)``.
+
+    With :math:`S = \{i : u_i > 0\}` the support and :math:`s` its indicator, the
+    Jacobian is :math:`\operatorname{diag}(s) - s s^\top/|S|` (Martins & Astudillo
+    2016, §2.5), so
+
+    .. math:: J\,t = s \odot \Big(t - \frac{\langle s, t\rangle}{|S|}\Big).
+
+    It is symmetric (also the vector-Jacobian product). At a kink (an entry exactly at
+    the threshold, :math:`u_i = 0`) it is the Jacobian of the face :math:`u` lies on.
+    :math:`O(k)` per row.
+
+    Parameters
+    ----------
+    xp : module
+        The array-API namespace.
+    u : array, shape (..., k, ...)
+        The projection.
+    tangent : array, same shape as ``u``
+        The direction :math:`t`.
+    axis : int, default -1
+        The axis of the simplex.
+
+    Returns
+    -------
+    array, same shape as ``u``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss._xp import namespace
+    >>> u = np.array([0.15, 0.85, 0.0])
+    >>> print(xp_sparsemax_jvp(namespace(u), u, np.array([1.0, 0.0, 5.0])))
+    [ 0.5 -0.5  0. ]
+    """
+    u, moved = _last(xp, u, axis)
+    t, _ = _last(xp, tangent, axis)
+    s = xp.astype(u > 0, t.dtype)
+    size = xp.maximum(xp.sum(s, axis=-1, keepdims=True), 1.0)  # >= 1 on the simplex
+    out = s * (t - xp.sum(s * t, axis=-1, keepdims=True) / size)
+    return _back(xp, out, axis, moved)
+
+
+def xp_softmax(xp: Any, theta: Any, axis: int = -1) -> Any:
+    r"""Softmax along ``axis`` for an array of any array-API library: the KL projection
+    onto the simplex (see :func:`softmax`), shifted by the row maximum so that nothing
+    overflows (:func:`projloss._xp.softmax`). :math:`O(k)` per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss._xp import namespace
+    >>> theta = np.array([0.0, np.log(3.0), -1e6])
+    >>> print(np.round(xp_softmax(namespace(theta), theta), 6))
+    [0.25 0.75 0.  ]
+    """
+    from .._xp import softmax as _softmax
+
+    x, moved = _last(xp, theta, axis)
+    return _back(xp, _softmax(xp, x, axis=-1), axis, moved)
+
+
+def xp_softmax_jvp(xp: Any, u: Any, tangent: Any, axis: int = -1) -> Any:
+    r"""Jacobian-vector product of softmax at ``u = xp_softmax(xp, theta, axis)``:
+    the Jacobian is :math:`\operatorname{diag}(u) - u u^\top` (symmetric), so
+
+    .. math:: J\,t = u \odot (t - \langle u, t\rangle).
+
+    :math:`O(k)` per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss._xp import namespace
+    >>> u = np.array([0.25, 0.75])
+    >>> print(xp_softmax_jvp(namespace(u), u, np.array([1.0, 0.0])))
+    [ 0.1875 -0.1875]
+    """
+    u, moved = _last(xp, u, axis)
+    t, _ = _last(xp, tangent, axis)
+    out = u * (t - xp.sum(u * t, axis=-1, keepdims=True))
+    return _back(xp, out, axis, moved)
+
+
+def xp_one_hot_argmax(xp: Any, theta: Any) -> Any:
+    r"""One-hot vector of the argmax along the last axis (ties: the first index, as
+    :func:`one_hot_argmax`), batched, in ``theta``'s dtype and on its device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss._xp import namespace
+    >>> theta = np.array([[1.0, 3.0, 3.0], [0.0, 0.0, 0.0]])
+    >>> print(xp_one_hot_argmax(namespace(theta), theta))
+    [[0. 1. 0.]
+     [1. 0. 0.]]
+    """
+    from .._xp import device
+
+    idx = xp.argmax(theta, axis=-1, keepdims=True)
+    cols = xp.arange(theta.shape[-1], dtype=idx.dtype, device=device(theta))
+    return xp.astype(idx == cols, theta.dtype)
+
+
 def check_labels(y: ArrayLike, k: int, name: str = "y") -> NDArray[np.int64]:
     """Validate integer class labels in ``[0, k)`` (any shape) and return them as int64."""
     arr = np.asarray(y)
@@ -281,6 +455,19 @@ class Simplex(ConvexSet):
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return one_hot_argmax(theta)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp_sparsemax(xp, theta)
+        return xp_softmax(xp, theta)
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp_sparsemax_jvp(xp, u, tangent)
+        return xp_softmax_jvp(xp, u, tangent)
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        return xp_one_hot_argmax(xp, theta)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         """One-hot encoding ``(..., k)`` of integer labels ``y`` in ``[0, k)`` (``k`` needed)."""

@@ -10,12 +10,19 @@ vector) and a cheap superset of every 0/1 polytope (knapsack, order simplex, Bir
 :class:`UnitCube` acts on vectors ``(..., p)``; :class:`MatrixCube` is the same set for
 ``k x k`` matrices (``[0,1]^{k x k}``, the cheapest superset of the Birkhoff polytope in
 the paper's Tables 1-2). Both are O(p), fully vectorized.
+
+On arrays of any array-API library (PyTorch tensors, NumPy arrays) the same closed forms
+run elementwise on the array's device and in its dtype, with the Jacobians
+:math:`J t = 1[0 < \theta < 1] \odot t` (Euclidean) and
+:math:`J t = 1[\theta < 1] \odot e^{\theta - 1} \odot t` (KL); at a kink
+(:math:`\theta_i \in \{0, 1\}`, resp. :math:`\theta_i = 1`) they are the Jacobian of the
+face :math:`u` lies on (the coordinate is held at its bound: 0).
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -91,6 +98,20 @@ class UnitCube(ConvexSet):
 
     def _argmax(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return (theta > 0).astype(np.float64)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        if geometry == "euclidean":
+            return xp.clip(theta, min=0.0, max=1.0)
+        # exp(min(theta - 1, 0)) == min(1, exp(theta - 1)) without overflow.
+        return xp.exp(xp.minimum(theta - 1.0, 0.0))
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        free = (theta > 0) & (theta < 1) if geometry == "euclidean" else theta < 1
+        return xp.where(free, u * tangent if geometry == "kl" else tangent, xp.zeros_like(u))
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        # 1[theta > 0]: an entry at 0 is not taken, as in the engine.
+        return xp.astype(theta > 0, theta.dtype)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         arr = check_binary(y)
