@@ -43,18 +43,40 @@ Oracles (``iso`` = decreasing Euclidean isotonic regression, :mod:`projloss.isot
 All oracles are :math:`O(k)`, batched without a Python loop over samples: the
 projections run pool adjacent violators (:mod:`projloss.isotonic`) and the clipping in
 one compiled pass per row (:mod:`projloss._numba`).
+
+Array-API oracles (PyTorch tensors on the CPU or a GPU, float32 or float64, NumPy
+arrays; :meth:`~projloss.sets.base.ConvexSet.xp_project`): the same formulas, with
+:math:`\operatorname{iso}` solved by pool adjacent violators *by rounds*
+(:func:`projloss.isotonic.xp_pav_euclidean`: every round merges all adjacent violating
+pools of every row at once; a few rounds on random inputs, 6-7 measured at
+:math:`k = 10` and 11-12 at :math:`k = 100` on :math:`n = 10^5` normal rows, 3 and 6
+per row on average; at most :math:`k - 2`, so :math:`O(k^2)` per row in the worst case
+against :math:`O(k)` for the engine's stack). Float32 keeps the accuracy of float32 pool
+means, about :math:`10^{-7}\max(1, |\theta|)`. The Jacobian is the block structure of
+the pools (Blondel, Teboul, Berthet & Djolonga 2020, "Fast differentiable sorting and
+ranking", §4): :math:`\operatorname{iso}` averages a tangent :math:`t` over each pool,
+and the clipping keeps the pools strictly inside the bounds,
+
+.. math:: (J_P t)_i = 1[0 < v_i < 1]\, \operatorname{mean}_{B(i)}(t)
+          \quad\text{(Euclidean)},\qquad
+          (J_P t)_i = 1[v_i < 1]\, u_i \operatorname{mean}_{B(i)}(t)\quad\text{(KL)},
+
+with :math:`v = \operatorname{iso}(\theta)` and :math:`B(i)` the pool of :math:`i`
+(symmetric: :math:`u` and the mask are constant on a pool). At a kink (a pool exactly at a
+bound) it is the Jacobian of the face :math:`u` lies on (the pool held at the bound: 0).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._numba import kernel
 from .._validation import check_array
-from ..isotonic import pav_decreasing
+from .._xp import device
+from ..isotonic import pav_decreasing, xp_pav_euclidean, xp_pool_mean
 from .base import ConvexSet, check_binary
 from .simplex import as_rows
 
@@ -106,6 +128,14 @@ class OrderSimplex(ConvexSet):
     [1.      1.      0.22313]
     >>> print(s.argmax(theta), s.decode(s.argmax(theta)), s.encode(3, k=4))
     [1. 1. 0.] 3 [1. 1. 0.]
+
+    The array-API oracles (here on NumPy; the same on torch tensors, CPU or GPU): the
+    first two coordinates form one pool inside the bounds, so the Jacobian averages them.
+
+    >>> theta = np.array([0.2, 0.6, 0.1])
+    >>> u = s.xp_project(theta)
+    >>> print(u, s.xp_project_jvp(theta, u, np.array([1.0, 0.0, 0.0])), s.xp_argmax(theta))
+    [0.4 0.4 0.1] [0.5 0.5 0. ] [1. 1. 1.]
     """
 
     name: ClassVar[str] = "order_simplex"
@@ -132,6 +162,36 @@ class OrderSimplex(ConvexSet):
         best = np.argmax(scores, axis=-1)  # first maximum: the smallest y among ties
         y = np.where(np.take_along_axis(scores, best[..., None], -1)[..., 0] > 0, best + 2, 1)
         return _phi(y, theta.shape[-1] + 1)
+
+    # ------------------------------------------------------------------ array-API oracles
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        r""":math:`\operatorname{clip}(\operatorname{iso}(\theta), 0, 1)` or
+        :math:`e^{\min(\operatorname{iso}(\theta) - 1, 0)}`, ``iso`` by rounds."""
+        pools = xp_pav_euclidean(xp, theta)
+        v = pools.ref + pools.c
+        if geometry == "euclidean":
+            return xp.clip(v, min=0.0, max=1.0)
+        return xp.exp(xp.clip(v - 1.0, max=0.0))
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        r"""The pool means of the tangent where the pool is strictly inside the bounds
+        (module docstring); the pools are recomputed from ``theta``."""
+        pools = xp_pav_euclidean(xp, theta)
+        v = pools.ref + pools.c
+        mean = xp_pool_mean(xp, pools, tangent)
+        if geometry == "euclidean":
+            return xp.where((v > 0.0) & (v < 1.0), mean, xp.zeros_like(mean))
+        u = xp.exp(xp.clip(v - 1.0, max=0.0))
+        return xp.where(v < 1.0, u * mean, xp.zeros_like(mean))
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        r""":math:`\varphi(y^\star)` with :math:`y^\star` maximizing the cumulative sums
+        (:math:`s_1 = 0`; ties: the smallest :math:`y`, as in the engine)."""
+        scores = xp.cumulative_sum(theta, axis=-1)  # s_2, ..., s_k
+        best = xp.argmax(scores, axis=-1, keepdims=True)  # first maximum
+        positive = xp.take_along_axis(scores, best, axis=-1) > 0
+        idx = xp.arange(theta.shape[-1], device=device(theta))
+        return xp.astype((idx <= best) & positive, theta.dtype)
 
     # ------------------------------------------------------------------ encoding
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:

@@ -54,6 +54,34 @@ of range above 600 therefore keep each pool relative to its largest entry
 (:func:`_pav_shifted`): the projection is exact up to rounding for any finite
 :math:`\theta` (at :math:`|\theta| = 10^{300}`, distinct entries get exactly the weights
 of their ranks, tied entries the mean weight of their ranks).
+
+Array-API oracles (PyTorch tensors on the CPU or a GPU, float32 or float64, NumPy
+arrays; :meth:`~projloss.sets.base.ConvexSet.xp_project`): the same sort, then the
+isotonic problem solved by pool adjacent violators *by rounds*
+(:func:`projloss.isotonic.xp_pav_euclidean`, :func:`projloss.isotonic.xp_pav_kl`): every
+round merges all adjacent violating pools of every row at once, so a round is a handful
+of whole-batch operations (:math:`O(k)` per row, parallel over rows and pools) and the
+rounds stop at the first without a violation: a few on random inputs (measured at
+:math:`n = 10^5` standard normal rows, :math:`k = 100`: 3 rounds Euclidean, 18 KL, 1.1
+and 7 per row on average), at most :math:`k - 1` (a cascade absorbing one pool per
+round), so :math:`O(k^2)` per row in the worst case against :math:`O(k)` for the
+engine's stack. Every pool keeps its value relative to its first entry (the frame of
+the exact path above) on every input, so one path is exact up to rounding at any
+magnitude, in float32 too (measured: within :math:`10^{-6}\max|u|` of the engine). The
+Jacobian is the block structure of the pools (Blondel et
+al. 2020, §4): with :math:`B` the pools in sorted order and :math:`t` a tangent,
+
+.. math:: (J_P t)_{\sigma(B)} = t_{\sigma(B)} - \operatorname{mean}_B(t_\sigma)
+          \quad\text{(Euclidean)},\qquad
+          (J_P t)_{\sigma(B)} = u_{\sigma(B)} \odot \bigl(t_{\sigma(B)} -
+          \textstyle\sum_B p_i\, t_{\sigma(i)}\bigr)\quad\text{(KL)},
+
+with :math:`p = u_B / \sum_B u_i = \operatorname{softmax}(s_B)` (differentiate
+:math:`P_\sigma = s - v` and :math:`P_\sigma = e^{s - v}` with
+:math:`\partial v_B / \partial s_i` = :math:`1/|B|`, resp. :math:`p_i`, for
+:math:`i \in B`): both are symmetric (the Euclidean one projects out the pools'
+indicator vectors; the KL one is :math:`\operatorname{diag}(u) - \sum_B (\sum_B w)\,
+p_B p_B^\top`).
 """
 
 from __future__ import annotations
@@ -66,7 +94,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._numba import kernel
 from .._validation import check_array
-from ..isotonic import pav_decreasing
+from .._xp import device, is_torch
+from ..isotonic import XpPools, pav_decreasing, xp_pav_euclidean, xp_pav_kl, xp_pool_mean
 from .base import ConvexSet
 from .simplex import as_rows
 
@@ -81,6 +110,18 @@ def _unsort(values: NDArray[np.float64], order: NDArray[np.intp]) -> NDArray[np.
     """Put ``values[..., r]`` at position ``order[..., r]`` (inverse of the sort)."""
     out = np.empty_like(values)
     np.put_along_axis(out, order, values, axis=-1)
+    return out
+
+
+def _xp_unsort(xp: Any, values: Any, order: Any) -> Any:
+    """:func:`_unsort` on arrays: ``out[..., order[..., r]] = values[..., r]`` (a scatter,
+    not in the array API standard: one branch per library)."""
+    if is_torch(values):
+        import torch
+
+        return torch.empty_like(values).scatter_(-1, order, values.expand_as(order))
+    out = np.empty(np.shape(values), dtype=values.dtype)
+    np.put_along_axis(out, np.asarray(order), np.asarray(values), axis=-1)
     return out
 
 
@@ -208,6 +249,13 @@ class Permutahedron(ConvexSet):
     [2. 1. 4. 3.] [2 3 0 1]
     >>> print(np.round(s.project(1e300 * theta), 6))  # exact at any magnitude
     [2. 1. 4. 3.]
+
+    The array-API oracles (here on NumPy; the same on torch tensors, CPU or GPU): labels
+    0 and 3 share a pool, so the Jacobian moves them against each other.
+
+    >>> u = s.xp_project(theta)
+    >>> print(np.round(u, 6), s.xp_project_jvp(theta, u, np.array([1.0, 0.0, 0.0, 0.0])))
+    [2.4 1.  4.  2.6] [ 0.5  0.   0.  -0.5]
     """
 
     name: ClassVar[str] = "permutahedron"
@@ -269,6 +317,57 @@ class Permutahedron(ConvexSet):
         w = self.weights(theta.shape[-1])
         order, _ = _sort_descending(theta)
         return _unsort(np.broadcast_to(w, theta.shape).copy(), order)
+
+    # ------------------------------------------------------------------ array-API oracles
+    def _xp_weights(self, theta: Any, xp: Any) -> Any:
+        """The weights sorted in descending order, on ``theta``'s device and in its dtype
+        (the default :math:`(k, \\dots, 1)` is made there, no copy from the host)."""
+        k = theta.shape[-1]
+        if self._w_sorted is None:
+            return xp.arange(k, 0, -1, dtype=theta.dtype, device=device(theta))
+        return xp.asarray(self.weights(k), dtype=theta.dtype, device=device(theta))
+
+    def _xp_pools(self, theta: Any, geometry: str, xp: Any) -> tuple[Any, Any, XpPools]:
+        """The descending sort (``order``, sorted rows ``s``) and the pools of the isotonic
+        problem of ``geometry`` on ``s``, in the exact frame of :func:`_pav_shifted`."""
+        w = self._xp_weights(theta, xp)
+        if geometry == "kl" and np.any(self.weights(theta.shape[-1]) <= 0):
+            raise ValueError(
+                "the KL projection onto the permutahedron requires positive weights w > 0, "
+                f"got w = {self.w}"
+            )
+        order = xp.argsort(theta, axis=-1, descending=True, stable=True)
+        s = xp.take_along_axis(theta, order, axis=-1)
+        if geometry == "euclidean":
+            # v = iso(s - w), pool values relative to the pool's first (largest) entry
+            return order, s, xp_pav_euclidean(xp, s, offset=w)
+        # v_E(s, log w): pool value LSE(s_B) - log sum_B w, relative to max_B s = s_first
+        return order, s, xp_pav_kl(xp, s, xp.log(w), descending=True)
+
+    def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
+        r"""Sort, isotonic pools (:meth:`_xp_pools`), then :math:`P_\sigma = s - v`
+        (Euclidean) or :math:`e^{s - v}` (KL) in each pool's frame, un-sorted."""
+        order, s, pools = self._xp_pools(theta, geometry, xp)
+        d = (s - pools.ref) - pools.c
+        return _xp_unsort(xp, d if geometry == "euclidean" else xp.exp(d), order)
+
+    def _xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str, xp: Any) -> Any:
+        r"""The block structure (module docstring): the pools are recomputed from
+        ``theta`` (the same rounds as the projection), so the Jacobian is the one of the
+        pools that :meth:`_xp_project` formed; ``u`` is not needed."""
+        order, s, pools = self._xp_pools(theta, geometry, xp)
+        t = xp.take_along_axis(tangent, order, axis=-1)
+        if geometry == "euclidean":
+            return _xp_unsort(xp, t - xp_pool_mean(xp, pools, t), order)
+        p = xp.exp((s - pools.ref) - pools.c)  # the projection in sorted order
+        return _xp_unsort(xp, p * (t - xp_pool_mean(xp, pools, t, weights=p)), order)
+
+    def _xp_argmax(self, theta: Any, xp: Any) -> Any:
+        """The weight of rank ``r`` at the ``r``-th largest entry (ties: the first index
+        ranks first, a stable descending sort as in the engine)."""
+        order = xp.argsort(theta, axis=-1, descending=True, stable=True)
+        w = xp.broadcast_to(self._xp_weights(theta, xp), tuple(theta.shape))
+        return _xp_unsort(xp, w, order)
 
     # ------------------------------------------------------------------ encoding
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
