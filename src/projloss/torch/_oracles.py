@@ -1,0 +1,80 @@
+r"""The oracles on tensors: the differentiable projection and the MAP oracle."""
+
+from __future__ import annotations
+
+import torch
+
+from ..sets import ConvexSet
+from ._autograd import ProjectFunction
+from ._validation import check_finite, check_theta, resolve_set
+
+
+def project(theta: torch.Tensor, set: str | ConvexSet, geometry: str = "euclidean") -> torch.Tensor:
+    r"""The Bregman projection :math:`P_C^\Psi(\theta)`, differentiable.
+
+    Parameters
+    ----------
+    theta : torch.Tensor of shape (..., p) or (..., k, k)
+        Scores, float32 or float64, on any device; batched over every leading axis.
+    set : str or ConvexSet
+        The set :math:`C`: a registry name (:data:`projloss.SETS`, default parameters) or
+        an instance, e.g. ``Knapsack(upper=3)`` or ``Permutahedron(w=...)``.
+    geometry : {"euclidean", "kl"}
+        Euclidean: :math:`\operatorname{argmin}_{u\in C}\tfrac12\|u - \theta\|^2`; KL:
+        :math:`\operatorname{argmin}_{u\in C} \mathrm{KL}(u, e^{\theta - 1})` (the engine's
+        conventions).
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape, dtype and device as ``theta``. Its backward pass is the set's
+        Jacobian-vector product (the Jacobian is symmetric), as is its forward-mode
+        derivative.
+
+    Raises
+    ------
+    TypeError
+        ``theta`` is not a float32/float64 tensor.
+    ValueError
+        Unknown set or geometry, a shape the set does not accept, or non-finite entries.
+
+    Examples
+    --------
+    >>> import torch
+    >>> theta = torch.tensor([0.5, 1.2, -1.0], dtype=torch.float64, requires_grad=True)
+    >>> u = project(theta, "simplex")  # sparsemax
+    >>> print(u.detach().numpy().round(6))
+    [0.15 0.85 0.  ]
+    >>> u[0].backward()  # row 0 of the Jacobian diag(s) - s s^T / |S|, s = 1[u > 0]
+    >>> print(theta.grad.numpy() + 0.0)
+    [ 0.5 -0.5  0. ]
+    """
+    cset = resolve_set(set)
+    g = cset._check_geometry(geometry)
+    check_theta(theta, cset)
+    return ProjectFunction.apply(theta, cset, g)
+
+
+def argmax(theta: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
+    r"""The MAP oracle :math:`\operatorname{argmax}_{v\in C}\langle\theta, v\rangle`: a
+    maximizing vertex, equal to :meth:`ConvexSet.argmax` (same tie-breaking).
+
+    Not differentiable (piecewise constant): the result is detached. Same shape, dtype
+    and device as ``theta``; batched over the leading axes. The Birkhoff polytope's
+    assignments may be solved on the host (see :class:`~projloss.sets.Birkhoff`);
+    :math:`\mathbb{R}^p` and :math:`\mathbb{R}^p_+` have no maximizer and raise.
+
+    Examples
+    --------
+    >>> import torch
+    >>> print(argmax(torch.tensor([[0.5, 1.2, -1.0], [2.0, 2.0, 0.0]]), "simplex"))
+    tensor([[0., 1., 0.],
+            [1., 0., 0.]])
+    """
+    cset = resolve_set(set)
+    check_theta(theta, cset)
+    theta = theta.detach()
+    check_finite(theta)
+    with torch.no_grad():
+        v = cset.xp_argmax(theta)
+    return v.to(dtype=theta.dtype, device=theta.device)
