@@ -2,7 +2,8 @@
 
 ``targets`` prints the DVC stages ``make repro-repeated`` reproduces (:func:`targets`);
 ``report`` builds ``reports/repeated/`` from their results
-(:mod:`pipeline.report.repeated_report`). The runs of each seed: :mod:`.seeds`.
+(:mod:`pipeline.report.repeated_report`), or with ``--from-splits reports/repeated/splits.csv``
+from the committed per-split values alone. The runs of each seed: :mod:`.seeds`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("command", choices=("targets", "report"))
     parser.add_argument("--repeats", type=int, default=REPEATS, help="splits per dataset")
     parser.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    parser.add_argument(
+        "--from-splits",
+        metavar="CSV",
+        help="build reports/repeated/ from this splits.csv alone (no tracked results read)",
+    )
     args = parser.parse_args(argv)
     if args.command == "targets":
         print(" ".join(targets(args.repeats)))
@@ -28,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     from .repeated_report import cli_report
 
     with command("python -m pipeline.report.repeated"):  # a bad PROJLOSS_ROOT: one line
-        cli_report(args.repeats, tracking=not args.no_tracking)
+        cli_report(args.repeats, tracking=not args.no_tracking, from_splits=args.from_splits)
 
 
 if __name__ == "__main__":

@@ -1,40 +1,41 @@
-"""``reports/repeated/``: the paper's tables over repeated splits, with significance tests.
+"""``reports/repeated/``: the paper's tables over repeated splits, with sound tests.
 
 For each table of the paper that compares compositions (Tables 1, 2, 3, 4, 6, 7) this
-reads the tracked results of every split (``data/eval/<key>/<run>/results.json`` of the
-repeated-split experiments, :mod:`pipeline.report.seeds`; Table 4: the thirty splits
-of ``ord-splits``) and writes:
+reads the tracked results of every split (:func:`pipeline.report.repeated_data.collect`),
+writes them in long form to ``splits.csv``, reads that file back and computes everything
+else from it (:mod:`.repeated_analysis`, :mod:`.repeated_findings`):
 
-- ``<table>.md`` / ``<table>.csv``: mean ± std over the splits of each cell (std with
-  ddof 1), the rank of each composition per dataset and their average, the Friedman
-  test, the Nemenyi critical difference, and the Holm-corrected Wilcoxon signed-rank tests
-  of the paper's proposed composition against each other one (:mod:`.significance`);
+- ``splits.csv``: ``table, dataset, composition, seed, metric, value, n_test, n_train,
+  lambda`` -- every per-split value (:mod:`.repeated_data`);
+- ``<table>.md`` / ``<table>.csv``: mean ± std over the splits of each cell, the rank of
+  each composition per dataset (ties as ties) and their average, the Friedman test, the
+  Nemenyi critical difference; the paper's proposed composition against each other one:
+  the hierarchical Bayesian test and the Wilcoxon test across datasets, the corrected
+  resampled t-tests per dataset;
+- ``<table>_tests.csv``: every test of the control, one line each;
 - ``<table>_cd.png``: the critical-difference diagram;
-- ``README.md``: each finding of the paper (reports/README.md) with "holds on the paper's
-  split" and "holds with significance (p < 0.05)";
+- ``README.md``: each finding of the paper (reports/README.md), on the paper's split and
+  over the repeated splits, with its verdict and evidence;
 - ``metrics/repeated.json``: a small summary for ``dvc metrics show``.
 
-Blocks: a dataset is a block of the Friedman test and of Nemenyi (Demšar 2006: the
-splits of one dataset are not independent). A finding is about the paper's datasets, so
-it is tested on the pairs (dataset, split) -- "does it hold beyond the noise of the
-split, on these datasets?" -- with the across-datasets test (blocks = datasets, the
-question "would it hold on other datasets?") reported beside it. Every dataset of the
-experiments (a user's too, conf/dataset/ + the experiment's ``datasets``) is a row.
+Every dataset of the experiments (a user's too, conf/dataset/ + the experiment's
+``datasets``) is a row. ``python -m pipeline.report.repeated report --from-splits FILE``
+rebuilds the report from a splits.csv alone.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import significance as sig
-from .paper import Column, Row, TableSpec
-from .results import RESULTS
+from .repeated_analysis import Analysis, analyze, rope_of
+from .repeated_data import SPLITS_FILE, TableData, collect, from_rows, read_splits, write_splits
+from .repeated_findings import Finding, findings, p_text, posterior_text
 from .tables import fmt as _fmt
 
 #: the tables compared, and the paper's proposed composition of each (the control)
@@ -51,385 +52,19 @@ DIAGNOSTICS = ("table7_round",)
 OUT_DIR = Path("reports/repeated")
 METRICS_FILE = Path("metrics/repeated.json")
 
-
-@dataclass
-class TableData:
-    """The per-split values of one table: ``values[dataset, column, split]`` (NaN: not run)."""
-
-    spec: TableSpec
-    rows: list[Row]
-    columns: list[Column]
-    splits: list[int]
-    values: np.ndarray
-    run_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-
-    @property
-    def labels(self) -> list[str]:
-        return [r.label for r in self.rows]
-
-    def col(self, cid: str) -> int:
-        return [c.id for c in self.columns].index(cid)
-
-    def row(self, label: str) -> int | None:
-        return self.labels.index(label) if label in self.labels else None
+__all__ = ["DIAGNOSTICS", "OUT_DIR", "TABLES", "Analysis", "Finding", "Report", "build",
+           "build_from_splits", "cli_report"]  # fmt: skip
 
 
-def _rows(spec: TableSpec, experiments: Mapping[str, Any]) -> list[Row]:
-    """The table's rows: the paper's rows whose experiment runs them, then every other
-    dataset of the table's experiment (a user's dataset), labelled by its name."""
-
-    def datasets_of(key: str) -> list[str]:
-        item = experiments.get(key) or {}
-        names = item.get("datasets")
-        return list(names) if names else [item.get("dataset")] if item.get("dataset") else []
-
-    key = spec.splits_experiment or spec.experiment
-    rows = [
-        Row(r.label, r.dataset, None if spec.splits_experiment else r.experiment)
-        for r in spec.rows
-        if r.dataset is not None
-        and r.dataset in datasets_of(key if spec.splits_experiment else spec.experiment_of(r))
-    ]
-    known = {r.dataset for r in rows}
-    rows += [Row(d, d) for d in datasets_of(key) if d not in known]
-    return rows
-
-
-def _load(root: Path, key: str, run: str) -> dict[str, Any] | None:
-    from ..paths import EVAL_DIR
-
-    path = root / EVAL_DIR / key / run / RESULTS
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def collect(
-    spec: TableSpec,
-    experiments: Mapping[str, Any],
-    seeds: Mapping[str, Mapping[int, str]],
-    root: Path,
-) -> TableData:
-    """The per-split test values of ``spec`` from the tracked results under ``root``.
-
-    Seed ``s`` of a row comes from the experiment ``seeds[base][s]`` (``base`` the
-    experiment of the row); a split sweep (``spec.splits_experiment``) gives its splits."""
-    rows = _rows(spec, experiments)
-    columns = list(spec.columns)
-    if spec.splits_experiment:
-        sweep = spec.splits_experiment
-        per: dict[tuple[int, int], dict[int, float]] = {}
-        run_ids: dict[tuple[str, str], list[str]] = {}
-        for i, row in enumerate(rows):
-            for j, col in enumerate(columns):
-                data = _load(root, sweep, col.run.format(dataset=row.dataset)) or {}
-                per[i, j] = {
-                    int(s): float(r["headline"][spec.metric])
-                    for s, r in (data.get("splits") or {}).items()
-                    if spec.metric in (r.get("headline") or {})
-                }
-                if data.get("run_id"):
-                    run_ids[row.label, col.id] = [data["run_id"]]
-        splits = sorted({s for v in per.values() for s in v})
-    else:
-        per, run_ids = {}, {}
-        for i, row in enumerate(rows):
-            base = row.experiment or spec.experiment
-            for j, col in enumerate(columns):
-                per[i, j] = {}
-                for s, key in (seeds.get(base) or {0: base}).items():
-                    data = _load(root, key, col.run.format(dataset=row.dataset))
-                    if data and spec.metric in (data.get("headline") or {}):
-                        per[i, j][s] = float(data["headline"][spec.metric])
-                        if data.get("run_id"):
-                            run_ids.setdefault((row.label, col.id), []).append(data["run_id"])
-        splits = sorted({s for v in per.values() for s in v})
-    values = np.full((len(rows), len(columns), len(splits)), np.nan)
-    for (i, j), by_split in per.items():
-        for s, v in by_split.items():
-            values[i, j, splits.index(s)] = v
-    return TableData(spec, rows, columns, splits, values, run_ids)
-
-
-@dataclass
-class Analysis:
-    """The statistics of one table (on its complete datasets and run columns)."""
-
-    data: TableData
-    cols: list[int]  # the columns compared (run on every complete dataset)
-    rows: list[int]  # the complete datasets (every compared column on the same splits)
-    means: np.ndarray  # (dataset, column): mean over the dataset's common splits
-    stds: np.ndarray
-    n_splits: list[int]
-    pairs: np.ndarray  # (dataset x split, column): every common (dataset, split)
-    friedman: sig.Friedman | None
-    cd: float | None
-    p_nemenyi: np.ndarray | None
-    ranks_pairs: np.ndarray | None  # average rank over datasets x splits (descriptive)
-    control: int | None  # position in cols
-    vs_control_datasets: list[sig.Comparison]
-    vs_control_pairs: list[sig.Comparison]
-    not_run: list[str]
-    incomplete: list[str]
-
-    @property
-    def names(self) -> list[str]:
-        return [self.data.columns[j].id for j in self.cols]
-
-
-def analyze(data: TableData, control: str | None) -> Analysis:
-    """Friedman, Nemenyi and Holm-Wilcoxon on the table's complete part."""
-    v = data.values
-    ran = [j for j in range(v.shape[1]) if np.isfinite(v[:, j, :]).any()]
-    not_run = [data.columns[j].id for j in range(v.shape[1]) if j not in ran]
-    rows, incomplete, means, stds, n_splits, pairs = [], [], [], [], [], []
-    for i in range(v.shape[0]):
-        common = np.all(np.isfinite(v[i][ran]), axis=0) if ran else np.zeros(0, bool)
-        if not common.any():
-            incomplete.append(data.rows[i].label)
-            continue
-        block = v[i][ran][:, common]  # (column, split)
-        rows.append(i)
-        means.append(block.mean(axis=1))
-        stds.append(block.std(axis=1, ddof=1) if block.shape[1] > 1 else np.full(len(ran), np.nan))
-        n_splits.append(int(common.sum()))
-        pairs.append(block.T)
-    means_a = np.array(means).reshape(len(rows), len(ran))
-    stds_a = np.array(stds).reshape(len(rows), len(ran))
-    pairs_a = np.concatenate(pairs) if pairs else np.zeros((0, len(ran)))
-    lower = data.spec.lower_is_better
-    ctrl = None
-    if control is not None and control in [data.columns[j].id for j in ran]:
-        ctrl = [data.columns[j].id for j in ran].index(control)
-    fr = cd = p_nem = ranks_pairs = None
-    vs_d: list[sig.Comparison] = []
-    vs_p: list[sig.Comparison] = []
-    if len(rows) >= 2 and len(ran) >= 2:
-        fr = sig.friedman(means_a, lower)
-        cd = sig.critical_difference(len(ran), len(rows))
-        p_nem = sig.nemenyi(means_a, lower)
-        if ctrl is not None:
-            vs_d = sig.wilcoxon_holm(means_a, ctrl, lower, _paper_others(data, ran, ctrl))
-    if len(pairs_a) >= 2 and len(ran) >= 2:
-        ranks_pairs = sig.block_ranks(pairs_a, lower).mean(axis=0)
-        if ctrl is not None:
-            vs_p = sig.wilcoxon_holm(pairs_a, ctrl, lower, _paper_others(data, ran, ctrl))
-    return Analysis(
-        data, ran, rows, means_a, stds_a, n_splits, pairs_a, fr, cd, p_nem, ranks_pairs,
-        ctrl, vs_d, vs_p, not_run, incomplete,
-    )  # fmt: skip
-
-
-def _paper_others(data: TableData, ran: Sequence[int], ctrl: int) -> list[int]:
-    """The compared columns the control is tested against: the paper's columns."""
-    return [k for k, j in enumerate(ran) if k != ctrl and data.columns[j].paper]
-
-
-# --------------------------------------------------------------------------- findings
-@dataclass
-class Finding:
-    claim: str
-    on_paper_split: bool | None
-    significant: bool | None  # None: not a comparison, or not run
-    verdict: str  # the third column's text
-    evidence: str
-
-
-def _pair_values(a: Analysis, ci: str, cj: str, dataset: str | None = None) -> np.ndarray | None:
-    """(pairs, 2) values of columns ci, cj over the (dataset, split) pairs."""
-    names = a.names
-    if ci not in names or cj not in names:
-        return None
-    i, j = names.index(ci), names.index(cj)
-    if dataset is None:
-        return a.pairs[:, [i, j]]
-    labels = [a.data.rows[r].label for r in a.rows]
-    if dataset not in labels:
-        return None
-    k = labels.index(dataset)
-    start = sum(a.n_splits[:k])
-    return a.pairs[start : start + a.n_splits[k]][:, [i, j]]
-
-
-def _p(x: float) -> str:
-    return "—" if x is None or not np.isfinite(x) else (f"{x:.2g}" if x < 0.001 else f"{x:.3f}")
-
-
-def _seed0(a: Analysis, cid: str) -> np.ndarray | None:
-    """The column's values on the first split (the paper's split) of each dataset."""
-    if cid not in a.names or 0 not in a.data.splits:
-        return None
-    s = a.data.splits.index(0)
-    vals = a.data.values[a.rows, a.cols[a.names.index(cid)], s]
-    return None if not np.all(np.isfinite(vals)) else vals
-
-
-def best_on_average(a: Analysis, claim: str) -> Finding:
-    """The control is the best column on average (over the paper's columns)."""
-    if a.control is None or not a.vs_control_pairs:
-        return Finding(claim, None, None, "not run", "")
-    lower = a.data.spec.lower_is_better
-    others = [c.other for c in a.vs_control_pairs]
-    ctrl_name = a.names[a.control]
-    sign = 1.0 if lower else -1.0
-    s0 = {n: _seed0(a, n) for n in [ctrl_name, *(a.names[o] for o in others)]}
-    paper_split = None
-    if all(v is not None for v in s0.values()):
-        m = {n: float(np.mean(v)) for n, v in s0.items()}
-        paper_split = all(sign * m[ctrl_name] < sign * m[n] for n in m if n != ctrl_name)
-    mean_all = a.pairs.mean(axis=0)
-    direction = all(sign * mean_all[a.control] < sign * mean_all[o] for o in others)
-    sig_pairs = direction and all(c.p_holm < sig.ALPHA for c in a.vs_control_pairs)
-    sig_ds = (
-        bool(a.vs_control_datasets)
-        and direction
-        and all(c.p_holm < sig.ALPHA for c in a.vs_control_datasets)
-    )
-    worst = max(a.vs_control_pairs, key=lambda c: c.p_holm)
-    worst_d = max(a.vs_control_datasets, key=lambda c: c.p_holm) if a.vs_control_datasets else None
-    verdict = "yes" if sig_pairs else ("no (not significant)" if direction else "no")
-    evidence = (
-        f"mean over {len(a.pairs)} (dataset, split) pairs: "
-        + ", ".join(
-            f"{n} {mean_all[k]:.3g}" for k, n in enumerate(a.names) if k in [*others, a.control]
-        )
-        + f"; weakest Holm-Wilcoxon {ctrl_name} vs {a.names[worst.other]}: p = {_p(worst.p_holm)}"
-        + " on the pairs"
-        + (
-            f", p = {_p(worst_d.p_holm)} across the {len(a.rows)} datasets "
-            f"(vs {a.names[worst_d.other]}; {'significant' if sig_ds else 'not significant'})"
-            if worst_d
-            else ""
-        )
-    )  # fmt: skip
-    return Finding(claim, paper_split, sig_pairs, verdict, evidence)
-
-
-def beats(
-    a: Analysis, b: Analysis, ci: str, cj: str, claim: str, dataset: str | None = None
-) -> Finding:
-    """Column ``ci`` of ``a`` beats column ``cj`` of ``b`` (one Wilcoxon signed-rank test
-    over the common (dataset, split) pairs; ``dataset``: that dataset's splits only)."""
-    from scipy.stats import wilcoxon
-
-    va = _pair_values(a, ci, ci, dataset)
-    vb = _pair_values(b, cj, cj, dataset)
-    if va is None or vb is None or len(va) != len(vb) or len(va) == 0:
-        return Finding(claim, None, None, "not run", "")
-    x, y = va[:, 0], vb[:, 0]
-    lower = a.data.spec.lower_is_better
-    better = (x < y) if lower else (x > y)
-    direction = (x.mean() < y.mean()) if lower else (x.mean() > y.mean())
-    p = 1.0 if np.all(x == y) else float(wilcoxon(x, y).pvalue)
-    signif = bool(direction and p < sig.ALPHA)
-    s0a = _seed0_pair(a, ci, dataset)
-    s0b = _seed0_pair(b, cj, dataset)
-    on0 = None
-    if s0a is not None and s0b is not None:
-        on0 = bool(np.mean(s0a) < np.mean(s0b)) if lower else bool(np.mean(s0a) > np.mean(s0b))
-    n = len(x)
-    where = f"the {n} splits of {dataset}" if dataset else f"{n} (dataset, split) pairs"
-    evidence = (
-        f"{ci} {x.mean():.3g} ± {x.std(ddof=1) if n > 1 else 0:.2g} vs {cj} {y.mean():.3g} ± "
-        f"{y.std(ddof=1) if n > 1 else 0:.2g} over {where}; better on {int(better.sum())}/{n};"
-        f" Wilcoxon p = {_p(p)}"
-    )
-    if n < 6:
-        evidence += f" (with {n} pairs the smallest two-sided p is {2 / 2**n:.3g})"
-    verdict = "yes" if signif else ("no (not significant)" if direction else "no")
-    return Finding(claim, on0, signif, verdict, evidence)
-
-
-def _seed0_pair(a: Analysis, cid: str, dataset: str | None) -> np.ndarray | None:
-    if dataset is None:
-        return _seed0(a, cid)
-    labels = [a.data.rows[r].label for r in a.rows]
-    if cid not in a.names or 0 not in a.data.splits or dataset not in labels:
-        return None
-    i = a.rows[labels.index(dataset)]
-    v = a.data.values[i, a.cols[a.names.index(cid)], a.data.splits.index(0)]
-    return None if not np.isfinite(v) else np.array([v])
-
-
-def findings(analyses: Mapping[str, Analysis]) -> list[Finding]:
-    """The paper's findings of reports/README.md (pipeline.report.build.check_findings),
-    each with the paper's split and the repeated-split significance."""
-    out: list[Finding] = []
-    t1 = analyses.get("table1")
-    if t1 is not None:
-        out.append(_within_paper(t1))
-    for key, name in (("table1", "Table 1"), ("table2", "Table 2")):
-        if key in analyses:
-            out.append(best_on_average(analyses[key], f"{name}: Birkhoff/Birkhoff best on average"))
-    t3 = analyses.get("table3")
-    if t3 is not None:
-        claim = (
-            "Table 3: with a linear model the Birkhoff polytope beats the permutahedron "
-            "(the paper: 'by a large margin')"
-        )
-        out.append(beats(t3, t3, "B/B linear", "P/P linear", claim))
-    t4 = analyses.get("table4")
-    if t4 is not None:
-        out.append(best_on_average(t4, "Table 4: the order simplex (M/M) best on average MAE"))
-        parts = [
-            beats(t4, t4, "R/M", "ridge", "R/M < ridge"),
-            beats(t4, t4, "cube/M", "R/M", "cube/M < R/M"),
-        ]
-        last = beats(t4, t4, "cube/M", "M/M", "cube/M < M/M")  # must NOT hold significantly
-        strict = all(p.significant for p in parts)
-        ok = strict and not last.significant
-        on0 = None
-        if all(p.on_paper_split is not None for p in [*parts, last]):
-            on0 = all(p.on_paper_split for p in parts) and not last.on_paper_split
-        out.append(
-            Finding(
-                "Table 4: average MAE ridge > (R, M) > (cube, M) >= (M, M)",
-                on0,
-                ok,
-                "yes" if ok else "no",
-                "; ".join(f"{p.claim}: {p.evidence}" for p in [*parts, last])
-                + " (the last must not be significant)",
-            )
-        )
-    t7 = analyses.get("table7")
-    for key, label in (("table7", "headline"), ("table7_round", "rounded knapsack bound")):
-        a = analyses.get(key)
-        if a is None or t7 is None:
-            continue
-        for ds in ("Emotions", "Scene"):
-            claim = f"Table 7 ({label}): knapsack/knapsack beats cube/cube in F1 on {ds}"
-            out.append(beats(a, t7, "K/K", "cube/cube", claim, dataset=ds))
-    return out
-
-
-def _within_paper(a: Analysis) -> Finding:
-    claim = "Table 1: Birkhoff/Birkhoff within 0.5 of the paper on all six datasets"
-    if "B/B" not in a.names:
-        return Finding(claim, None, None, "not run", "")
-    k = a.names.index("B/B")
-    col = a.data.columns[a.cols[k]]
-    parts, on0 = [], []
-    s0 = _seed0(a, "B/B")
-    for n, r in enumerate(a.rows):
-        row = a.data.rows[r]
-        paper = a.data.spec.paper_value(row, col)
-        if paper is None:
-            continue
-        parts.append(f"{row.label} {a.means[n, k]:.2f} ± {a.stds[n, k]:.2f} (paper {paper:.2f})")
-        if s0 is not None:
-            on0.append(abs(s0[n] - paper) <= 0.5 + 1e-9)
-    return Finding(
-        claim,
-        None if not on0 else all(on0),
-        None,
-        "n/a (a reproduction check, not a comparison)",
-        "mean ± std over the splits: " + ", ".join(parts),
-    )
+def _num(x: float) -> str:
+    """A number for a CSV: the shortest decimal that reads back to the same float64
+    (``repr`` of a Python float, never ``np.float64(...)``); empty for NaN."""
+    return "" if x is None or not np.isfinite(x) else repr(float(x))
 
 
 # --------------------------------------------------------------------------- rendering
 def table_markdown(a: Analysis, png: str | None) -> str:
-    """The table's Markdown: mean ± std, ranks, Friedman, Nemenyi, Holm-Wilcoxon."""
+    """The table's Markdown: mean ± std, ranks, Friedman, Nemenyi, the control's tests."""
     spec, d = a.data.spec, a.data
     digits = 3 if spec.metric == "mae" else 2
     names = a.names
@@ -438,8 +73,8 @@ def table_markdown(a: Analysis, png: str | None) -> str:
     best = "lower" if spec.lower_is_better else "higher"
     lines += [
         f"Test {spec.metric} ({best} is better), mean ± std (ddof 1) over the splits "
-        f"{_splits_text(d.splits)} of each dataset; "
-        f"the rank of each composition on the dataset's mean in brackets (1 = best).",
+        f"{_splits_text(d.splits)} of each dataset; the rank of each composition on the "
+        "dataset's mean in brackets (1 = best; means equal within 1e-12 relative are ties).",
         "",
         "| dataset | " + " | ".join(names) + " | splits |",
         "|---|" + "---:|" * len(names) + "---:|",
@@ -450,21 +85,22 @@ def table_markdown(a: Analysis, png: str | None) -> str:
             f"{_fmt(a.means[n, k], digits)} ± {_fmt(a.stds[n, k], digits)} ({ranks[n, k]:g})"
             for k in range(len(names))
         ]
-        lines.append(f"| {d.rows[r].label} | " + " | ".join(cells) + f" | {a.n_splits[n]} |")
+        flag = " (no spread: one outcome)" if d.rows[r].label in a.flagged else ""
+        lines.append(f"| {d.rows[r].label}{flag} | " + " | ".join(cells) + f" | {a.n_splits[n]} |")
     if a.friedman is not None:
-        f = a.friedman
         lines.append(
             "| **average rank** (blocks: datasets) | "
-            + " | ".join(f"**{x:.2f}**" for x in f.ranks)
-            + " | |"
-        )
-    if a.ranks_pairs is not None:
-        lines.append(
-            "| average rank over datasets × splits (descriptive) | "
-            + " | ".join(f"{x:.2f}" for x in a.ranks_pairs)
+            + " | ".join(f"**{x:.2f}**" for x in a.friedman.ranks)
             + " | |"
         )
     lines.append("")
+    if a.flagged:
+        lines += [
+            f"No spread over the splits (every composition the same on every split): "
+            f"{', '.join(a.flagged)}: one outcome, not {max(a.n_splits)}; left out of the "
+            "per-dataset and hierarchical tests.",
+            "",
+        ]
     if a.not_run:
         lines += [f"Not run (no tracked result): {', '.join(a.not_run)}.", ""]
     if a.incomplete:
@@ -472,16 +108,24 @@ def table_markdown(a: Analysis, png: str | None) -> str:
     if a.friedman is None:
         lines += ["Too few complete datasets for the Friedman test.", ""]
         return "\n".join(lines) + "\n"
-    f = a.friedman
-    lines += [
+    lines += _friedman_lines(a, png)
+    if a.control is not None and a.pairs:
+        lines += _control_lines(a)
+    return "\n".join(lines) + "\n"
+
+
+def _friedman_lines(a: Analysis, png: str | None) -> list[str]:
+    f, names = a.friedman, a.names
+    lines = [
         "## Friedman test (blocks: the datasets, their mean over the splits)",
         "",
         f"N = {f.n_blocks} datasets, k = {f.k} compositions: chi2_F = {f.chi2:.2f} "
-        f"(p = {_p(f.p_chi2)}), Iman-Davenport F_F = {f.iman_davenport:.2f} with "
-        f"({f.k - 1}, {(f.k - 1) * (f.n_blocks - 1)}) degrees of freedom, **p = {_p(f.p_value)}**"
+        f"(p = {p_text(f.p_chi2)}), Iman-Davenport F_F = {f.iman_davenport:.2f} with "
+        f"({f.k - 1}, {(f.k - 1) * (f.n_blocks - 1)}) degrees of freedom, "
+        f"**p = {p_text(f.p_value)}**"
         f" ({'the compositions differ' if f.p_value < sig.ALPHA else 'no difference detected'}"
         f" at {sig.ALPHA:g}); scipy.stats.friedmanchisquare (tie-corrected): "
-        f"{f.chi2_scipy:.2f}, p = {_p(f.p_scipy)}.",
+        f"{f.chi2_scipy:.2f}, p = {p_text(f.p_scipy)}.",
         "",
         f"## Nemenyi post-hoc test: critical difference CD = {a.cd:.2f} (alpha {sig.ALPHA:g})",
         "",
@@ -493,44 +137,69 @@ def table_markdown(a: Analysis, png: str | None) -> str:
         if a.p_nemenyi[i, j] < sig.ALPHA
     ]
     if pairs:
-        better = {True: "<", False: ">"}
-        lines.append("Pairs that differ (average ranks; p of Nemenyi):")
-        lines.append("")
+        lines += ["Pairs that differ (average ranks; p of Nemenyi):", ""]
         for x, y, p in pairs:
             rx, ry = f.ranks[names.index(x)], f.ranks[names.index(y)]
-            lines.append(f"- {x} ({rx:.2f}) {better[rx < ry]} {y} ({ry:.2f}): p = {_p(p)}")
+            rel = "<" if rx < ry else ">"
+            lines.append(f"- {x} ({rx:.2f}) {rel} {y} ({ry:.2f}): p = {p_text(p)}")
     else:
         lines.append("No pair of compositions differs significantly.")
     lines.append("")
     if png:
         lines += [f"![critical-difference diagram]({png})", ""]
-    if a.control is not None:
-        lines += [
-            f"## {names[a.control]} (the paper's proposal) against each other composition",
-            "",
-            "Wilcoxon signed-rank, two-sided, Holm-corrected over the comparisons; "
-            "difference = control − other (mean); wins/losses: blocks where the control is "
-            "better/worse.",
-            "",
-            "| other | blocks: datasets — diff | wins/losses | p | p Holm "
-            "| blocks: (dataset, split) — diff | wins/losses | p | p Holm |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        by_d = {c.other: c for c in a.vs_control_datasets}
-        for c in a.vs_control_pairs:
-            cd_ = by_d.get(c.other)
-            left = (
-                f"{cd_.mean_difference:+.3g} | {cd_.wins}/{cd_.losses} | {_p(cd_.p_value)} | "
-                f"{_p(cd_.p_holm)}"
-                if cd_
-                else "— | — | — | —"
-            )
+    return lines
+
+
+def _control_lines(a: Analysis) -> list[str]:
+    names, ctrl = a.names, a.names[a.control]
+    lines = [
+        f"## {ctrl} (the paper's proposal) against each other composition",
+        "",
+        f"Difference = {ctrl} − other. Across datasets: the Bayesian hierarchical correlated "
+        f"t-test (Benavoli et al. 2017; ROPE ±{a.rope:g}): the posterior mean of the mean "
+        "difference with its 95% credible interval, and the probabilities that a new "
+        f"dataset's difference is better than the ROPE for {ctrl}, within it, or worse; the "
+        "verdict needs 0.95. Beside it the Wilcoxon signed-rank test with the datasets as "
+        "blocks (two-sided, Holm over the comparisons).",
+        "",
+        "| other | mean difference [95%] | P(better) | P(ROPE) | P(worse) | verdict "
+        "| Wilcoxon wins/losses | p | p Holm |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for p in a.pairs:
+        h = p.hierarchical
+        hier = (
+            f"{h.delta0_mean:+.3g} [{h.delta0_low:+.3g}, {h.delta0_high:+.3g}] | "
+            f"{h.posterior.better:.3f} | {h.posterior.rope:.3f} | {h.posterior.worse:.3f}"
+            if h is not None
+            else f"— ({p.note}) | — | — | —"
+        )
+        w = p.wilcoxon
+        wil = (
+            f"{w.wins}/{w.losses} | {p_text(w.p_value)} | {p_text(w.p_holm)}" if w else "— | — | —"
+        )
+        lines.append(f"| {names[p.other]} | {hier} | {p.verdict()} | {wil} |")
+    lines += [
+        "",
+        "### Per dataset: corrected resampled t-tests",
+        "",
+        "Nadeau & Bengio's corrected resampled t-test (variance of the mean difference "
+        "inflated by 1/R + n_test/n_train; Holm over the comparisons on the dataset) and the "
+        f"Bayesian correlated t-test (ROPE ±{a.rope:g}).",
+        "",
+        "| dataset | other | difference [95%] | t | p | p Holm | P(better/ROPE/worse) |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for p in a.pairs:
+        for t in p.per_dataset:
+            c = t.test
             lines.append(
-                f"| {names[c.other]} | {left} | {c.mean_difference:+.3g} | {c.wins}/{c.losses} "
-                f"| {_p(c.p_value)} | {_p(c.p_holm)} |"
+                f"| {t.dataset} | {names[p.other]} | {c.mean:+.3g} [{c.ci_low:+.3g}, "
+                f"{c.ci_high:+.3g}] | {c.t:.2f} | {p_text(c.p_value)} | {p_text(t.p_holm)} | "
+                f"{posterior_text(t.posterior).removeprefix('P(better/ROPE/worse) = ')} |"
             )
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    lines.append("")
+    return lines
 
 
 def _splits_text(splits: Sequence[int]) -> str:
@@ -541,16 +210,48 @@ def _splits_text(splits: Sequence[int]) -> str:
 
 
 def table_csv(a: Analysis) -> str:
-    """One line per dataset and composition: mean, std, splits, rank."""
+    """One line per dataset and composition: mean, std, splits, rank (plain numbers)."""
     ranks = sig.block_ranks(a.means, a.data.spec.lower_is_better) if len(a.rows) else None
     lines = ["dataset,composition,mean,std,n_splits,rank"]
     for n, r in enumerate(a.rows):
         for k, name in enumerate(a.names):
             lines.append(
-                f"{a.data.rows[r].label},{name},{a.means[n, k]!r},{a.stds[n, k]!r},"
-                f"{a.n_splits[n]},{ranks[n, k]!r}"
+                f"{a.data.rows[r].label},{name},{_num(a.means[n, k])},{_num(a.stds[n, k])},"
+                f"{a.n_splits[n]},{_num(ranks[n, k])}"
             )
     return "\n".join(lines) + "\n"
+
+
+TESTS_HEADER = ("control,other,dataset,test,estimate,ci_low,ci_high,statistic,p,p_holm,"
+                "p_better,p_rope,p_worse,rope")  # fmt: skip
+
+
+def tests_csv(a: Analysis) -> str:
+    """Every test of the control, one line each (``dataset`` empty: across datasets)."""
+    lines = [TESTS_HEADER]
+    if a.control is None:
+        return lines[0] + "\n"
+    ctrl = a.names[a.control]
+    for p in a.pairs:
+        other = a.names[p.other]
+        if p.wilcoxon is not None:
+            w = p.wilcoxon
+            lines.append(",".join([ctrl, other, "", "wilcoxon_datasets", _num(w.mean_difference),
+                                   "", "", "", _num(w.p_value), _num(w.p_holm), "", "", "", ""]))
+        if p.hierarchical is not None:
+            h = p.hierarchical
+            lines.append(",".join([ctrl, other, "", "bayes_hierarchical", _num(h.delta0_mean),
+                                   _num(h.delta0_low), _num(h.delta0_high), "", "", "",
+                                   _num(h.posterior.better), _num(h.posterior.rope),
+                                   _num(h.posterior.worse), _num(a.rope)]))
+        for t in p.per_dataset:
+            c, q = t.test, t.posterior
+            lines.append(",".join([ctrl, other, t.dataset, "corrected_t", _num(c.mean),
+                                   _num(c.ci_low), _num(c.ci_high), _num(c.t), _num(c.p_value),
+                                   _num(t.p_holm), _num(q.better) if q else "",
+                                   _num(q.rope) if q else "", _num(q.worse) if q else "",
+                                   _num(a.rope)]))
+    return "\n".join(lines) + "\n"  # fmt: skip
 
 
 def readme(
@@ -563,23 +264,27 @@ def readme(
         "Generated by `python -m pipeline.report.repeated report` (`make repro-repeated`) from "
         "the tracked runs of `conf/experiments/paper-repeated.yaml`: Tables 1-3 and 6-7 on "
         f"the split seeds 0..{repeats - 1} (seed 0 is the paper's split), Table 4 on its "
-        "thirty orreview splits. The multilabel datasets keep their own test part (the "
-        "paper's protocol): their seed redraws the train/validation split only, and since "
-        "the refit set (train + validation) is then the same for every seed, their spread "
-        "is that of the choice of lambda, not of the test sample. "
-        "Statistics: scipy.stats (Friedman, Wilcoxon), "
-        "scikit-posthocs (Nemenyi, the diagrams), statsmodels (Holm); see "
-        "`src/pipeline/report/significance.py`.",
+        "thirty orreview splits. A label-ranking seed s >= 1 draws a new 80/20 split; a "
+        "multilabel seed s >= 1 pools the dataset's shipped train and test parts and draws a "
+        "new test part of the shipped size (beyond the paper's protocol), so that every seed "
+        "resamples the test sample. Every number here is a function of "
+        "[splits.csv](splits.csv) (one line per table, dataset, composition and seed).",
         "",
-        "A finding holds with significance when its direction holds on the mean over the "
-        "splits and a two-sided Wilcoxon signed-rank test over the (dataset, split) pairs "
-        "(Holm-corrected when the claim compares one composition with several) rejects at "
-        "p < 0.05: the finding is real on the paper's datasets, beyond the noise of one "
-        "split. Across datasets (Demšar: one block per dataset, the splits averaged) the "
-        "evidence column gives the same test; with six datasets no Holm-corrected comparison "
-        "can reach 0.05 (the smallest two-sided p with six blocks is 0.031).",
+        "**Verdicts.** Random splits of one dataset overlap, so their results are not "
+        "independent: no test here treats them as such. A verdict is the Bayesian posterior "
+        "probability, 0.95 or more, that the paper's composition is better than the other by "
+        "more than the region of practical equivalence (ROPE: ±0.5 points of a percentage, "
+        "±0.01 of MAE) -- *holds* --, within it -- *equivalent within the ROPE* --, or worse "
+        "by more than it -- *reversed*; otherwise *not shown*. Across datasets the "
+        "probabilities are those of the Bayesian hierarchical correlated t-test (Corani et "
+        "al. 2017; Benavoli, Corani, Demšar & Zaffalon, JMLR 2017) for a new dataset; on one "
+        "dataset, of the Bayesian correlated t-test (Corani & Benavoli 2015). Beside them: "
+        "the Wilcoxon signed-rank test with the datasets as blocks (Demšar 2006; with six "
+        "datasets a two-sided p cannot go below 0.031) and the per-dataset corrected "
+        "resampled t-tests (Nadeau & Bengio 2003). Statistics: scipy.stats, scikit-posthocs "
+        "(Nemenyi, the diagrams), statsmodels (Holm); see `src/pipeline/report/`.",
         "",
-        "| finding | holds on the paper's split | holds with significance (p < 0.05) | evidence |",
+        "| finding | holds on the paper's split | over the repeated splits | evidence |",
         "|---|---|---|---|",
     ]
     for f in found:
@@ -588,14 +293,15 @@ def readme(
     for key, a in analyses.items():
         f = a.friedman
         test = (
-            f"Friedman p = {_p(f.p_value)}, Nemenyi CD = {a.cd:.2f}, best average rank: "
+            f"Friedman p = {p_text(f.p_value)}, Nemenyi CD = {a.cd:.2f}, best average rank: "
             f"{a.names[int(np.argmin(f.ranks))]} ({float(np.min(f.ranks)):.2f})"
             if f
             else "too few datasets"
         )
+        flag = f"; no spread: {', '.join(a.flagged)}" if a.flagged else ""
         lines.append(
             f"- [{a.data.spec.title.replace(', split 0', '')}]({key}.md) ({len(a.rows)} datasets, "
-            f"{len(a.data.splits)} splits): {test}"
+            f"{len(a.data.splits)} splits): {test}{flag}"
             + (f"; [diagram]({pngs[key]})" if key in pngs else "")
         )
     return "\n".join(lines) + "\n"
@@ -617,27 +323,50 @@ def build(
     experiments: Mapping[str, Any] | None = None,
     figures: bool = True,
 ) -> Report:
-    """Collect, analyze and write ``out`` (``reports/repeated``); return the report."""
-    from ..fileio import write_text
+    """Collect the tracked results under ``root``, write ``out/splits.csv`` and build the
+    report from it (:func:`build_from_splits`)."""
     from .paper import tables
     from .seeds import repeated_experiments, seed_keys
 
     experiments = repeated_experiments() if experiments is None else experiments
     seeds = seed_keys(experiments, repeats)
     specs = tables()
-    analyses: dict[str, Analysis] = {}
+    collected: dict[str, TableData] = {}
     for key in (*TABLES, *DIAGNOSTICS):
-        if key not in specs:
-            continue
-        data = collect(specs[key], experiments, seeds, root)
-        if not np.isfinite(data.values).any():
-            continue
-        analyses[key] = analyze(data, TABLES.get(key))
-    if not analyses:
+        if key in specs:
+            data = collect(specs[key], experiments, seeds, root)
+            if np.isfinite(data.values).any():
+                collected[key] = data
+    if not collected:
         raise FileNotFoundError(
             f"no tracked result of the repeated-split experiments under {root}/data/eval; "
             "run `make repro-repeated` first"
         )
+    out.mkdir(parents=True, exist_ok=True)
+    splits = write_splits(out / SPLITS_FILE, collected)
+    report = build_from_splits(splits, out, repeats, figures=figures)
+    report.files.insert(0, splits)
+    return report
+
+
+def build_from_splits(
+    splits: Path, out: Path, repeats: int | None = None, figures: bool = True
+) -> Report:
+    """Every table, test and finding of the report from ``splits`` (splits.csv) alone,
+    written to ``out`` (``repeats``: the seeds named in the README, default: as many as
+    the file has)."""
+    from ..fileio import write_text
+    from .paper import tables
+
+    specs = tables()
+    rows = read_splits(splits)
+    analyses: dict[str, Analysis] = {}
+    for key in (*TABLES, *DIAGNOSTICS):
+        if key in rows and key in specs:
+            analyses[key] = analyze(from_rows(specs[key], rows[key]), TABLES.get(key))
+    if repeats is None:
+        repeats = max((len(a.data.splits) for k, a in analyses.items() if k != "table4"),
+                      default=0)  # fmt: skip
     found = findings(analyses)
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -652,10 +381,12 @@ def build(
             )  # fmt: skip
             pngs[key] = png.name
             files.append(png)
-        for suffix, text in (("md", table_markdown(a, pngs.get(key))), ("csv", table_csv(a))):
-            path = out / f"{key}.{suffix}"
-            write_text(path, text)
-            files.append(path)
+        texts = (("md", table_markdown(a, pngs.get(key))), ("csv", table_csv(a)))
+        for name, text in ((f"{key}.{s}", t) for s, t in texts):
+            write_text(out / name, text)
+            files.append(out / name)
+        write_text(out / f"{key}_tests.csv", tests_csv(a))
+        files.append(out / f"{key}_tests.csv")
     tables_only = {k: a for k, a in analyses.items() if k not in DIAGNOSTICS}
     path = out / "README.md"
     write_text(path, readme(tables_only, found, repeats, pngs))
@@ -665,7 +396,7 @@ def build(
 
 def summary(analyses: Mapping[str, Analysis], found: Sequence[Finding], repeats: int) -> dict:
     """The small DVC metrics summary: per table the Friedman p-value and the best
-    composition's average rank; per finding 1/0 (significant or not)."""
+    composition's average rank; per finding 1 when it holds, 0 when not."""
     out: dict[str, Any] = {"repeats": repeats, "tables": {}, "findings": {}}
     for key, a in analyses.items():
         if key in DIAGNOSTICS or a.friedman is None:
@@ -679,14 +410,15 @@ def summary(analyses: Mapping[str, Analysis], found: Sequence[Finding], repeats:
             "nemenyi_cd": round(a.cd, 4),
             "best": a.names[best],
             "best_rank": round(float(f.ranks[best]), 4),
+            "rope": rope_of(a.data.spec.metric),
         }
     for i, f in enumerate(found):
-        if f.significant is not None:
-            out["findings"][f"finding{i}"] = int(f.significant)
+        if f.holds is not None:
+            out["findings"][f"finding{i}"] = int(f.holds)
     return out
 
 
-def cli_report(repeats: int, tracking: bool = True) -> None:
+def cli_report(repeats: int, tracking: bool = True, from_splits: Path | None = None) -> None:
     """``python -m pipeline.report.repeated report``: build, write the metrics, log."""
     import logging
     import sys
@@ -699,10 +431,14 @@ def cli_report(repeats: int, tracking: bool = True) -> None:
     log = logging.getLogger("pipeline.report.repeated")
     root = project_root()
     try:
-        report = build(root, root / OUT_DIR, repeats)
+        if from_splits is not None:
+            report = build_from_splits(Path(from_splits), root / OUT_DIR, repeats)
+        else:
+            report = build(root, root / OUT_DIR, repeats)
         write_json(root / METRICS_FILE, report.summary)
         for f in report.findings:
-            log.info("%s: paper's split %s; significant: %s", f.claim, f.on_paper_split, f.verdict)
+            log.info("%s: paper's split %s; repeated splits: %s", f.claim, f.on_paper_split,
+                     f.verdict)  # fmt: skip
         log.info("wrote %d files to %s", len(report.files), root / OUT_DIR)
         if tracking:
             log_report(report, root / METRICS_FILE)

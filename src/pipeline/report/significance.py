@@ -7,7 +7,8 @@ repeated splits of one dataset are not independent (their training data overlap)
 the splits are not blocks of their own; they enter as the per-dataset mean (and its
 std, reported beside it). Conventions (Demšar §3.2.2):
 
-- ranks per block, 1 = best, ties averaged (:func:`scipy.stats.rankdata`);
+- ranks per block, 1 = best, ties averaged (:func:`scipy.stats.rankdata`); scores within
+  :data:`TIE_RTOL` of each other are ties (:func:`snap_ties`);
 - Friedman's statistic from the average ranks R_j,
   chi2_F = 12 N / (k (k+1)) [sum_j R_j^2 - k (k+1)^2 / 4], and Iman and Davenport's
   F_F = (N-1) chi2_F / (N (k-1) - chi2_F) with its p-value from F(k-1, (k-1)(N-1))
@@ -64,11 +65,44 @@ class Friedman:
     p_scipy: float
 
 
+#: two scores of one block within this relative distance are one value (a tie): a metric
+#: that is a count over n (MAE, a Hamming loss, an accuracy) averaged in another order, or
+#: over the splits, differs from an equal one in its last bits only
+TIE_RTOL = 1e-12
+
+
+def snap_ties(scores: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """A copy of ``scores`` (blocks x compositions) in which the values of a block that
+    agree within ``rtol`` (relative; chained in sorted order) are set to the smallest of
+    them, so that ranks, signed differences and the tests see them as ties.
+
+    Examples
+    --------
+    >>> a = np.array([[0.1 + 0.2 + 0.3, 0.3 + 0.2 + 0.1, 0.7]])  # 0.6000000000000001, 0.6
+    >>> bool(a[0, 0] == a[0, 1]), bool((snap_ties(a)[0, 0] == snap_ties(a)[0, 1]))
+    (False, True)
+    """
+    a = np.array(scores, dtype=np.float64, ndmin=2)
+    if a.shape[1] < 2:
+        return a
+    order = np.argsort(a, axis=1, kind="stable")
+    s = np.take_along_axis(a, order, axis=1)
+    out = s.copy()
+    for j in range(1, s.shape[1]):
+        tied = np.abs(s[:, j] - s[:, j - 1]) <= rtol * np.maximum(
+            np.abs(s[:, j]), np.abs(s[:, j - 1])
+        )
+        out[:, j] = np.where(tied, out[:, j - 1], s[:, j])
+    result = np.empty_like(a)
+    np.put_along_axis(result, order, out, axis=1)
+    return result
+
+
 def block_ranks(scores: np.ndarray, lower_is_better: bool) -> np.ndarray:
-    """Ranks within each block (row), 1 = best, ties averaged."""
+    """Ranks within each block (row), 1 = best, ties (:func:`snap_ties`) averaged."""
     from scipy.stats import rankdata
 
-    a = np.asarray(scores, dtype=np.float64)
+    a = snap_ties(scores)
     return rankdata(a if lower_is_better else -a, axis=1)
 
 
@@ -76,7 +110,7 @@ def friedman(scores: np.ndarray, lower_is_better: bool) -> Friedman:
     """The Friedman test of ``scores`` (N blocks x k compositions)."""
     from scipy import stats
 
-    a = np.asarray(scores, dtype=np.float64)
+    a = snap_ties(scores)
     n, k = a.shape
     if n < 2 or k < 2:
         raise ValueError(f"the Friedman test needs 2 blocks and 2 compositions, got {n} x {k}")
@@ -87,6 +121,8 @@ def friedman(scores: np.ndarray, lower_is_better: bool) -> Friedman:
     p_ff = 0.0 if np.isinf(ff) else float(stats.f.sf(ff, k - 1, (k - 1) * (n - 1)))
     if np.all(a == a[:, :1]):  # every block tied: scipy divides by zero
         chi2_s, p_s = 0.0, 1.0
+    elif k < 3:  # scipy's friedmanchisquare needs three compositions
+        chi2_s, p_s = float("nan"), float("nan")
     else:
         res = stats.friedmanchisquare(*a.T)
         chi2_s, p_s = float(res.statistic), float(res.pvalue)
@@ -115,7 +151,7 @@ def nemenyi(scores: np.ndarray, lower_is_better: bool) -> np.ndarray:
     """Nemenyi p-values of every pair (k x k) by scikit-posthocs."""
     import scikit_posthocs as sp
 
-    a = np.asarray(scores, dtype=np.float64)
+    a = snap_ties(scores)
     # scikit-posthocs ranks each block itself; the sign makes rank 1 the best either way
     p = sp.posthoc_nemenyi_friedman(a if lower_is_better else -a)
     return np.asarray(p, dtype=np.float64)
@@ -141,7 +177,7 @@ def wilcoxon_holm(
     from scipy.stats import wilcoxon
     from statsmodels.stats.multitest import multipletests
 
-    a = np.asarray(scores, dtype=np.float64)
+    a = snap_ties(scores)
     others = [j for j in range(a.shape[1]) if j != control] if others is None else list(others)
     rows = []
     for j in others:

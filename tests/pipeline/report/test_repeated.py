@@ -26,7 +26,7 @@ from pipeline.data.api import load_prepared
 from pipeline.errors import MissingRawDataError
 from pipeline.fileio import sha256_file
 from pipeline.params import compose_params
-from pipeline.report import repeated, repeated_report
+from pipeline.report import repeated, repeated_findings, repeated_report
 from pipeline.runs import evaluate, refit, tune
 from pipeline.runs import parallel as splits
 
@@ -181,7 +181,11 @@ def test_user_dataset_in_the_repeated_report(tmp_path: Path, mirror: Path) -> No
     ]
     np.testing.assert_allclose(a.means[1, 2], np.mean(vals), rtol=1e-12)
     np.testing.assert_allclose(a.stds[1, 2], np.std(vals, ddof=1), rtol=1e-12)
-    assert len(a.pairs) == 6
+    assert sum(len(b) for b in a.blocks) == 6  # 2 datasets x 3 splits
+    assert len(a.pairs) == 2  # B/B against rs/rs and rs/B
+    for p in a.pairs:  # per dataset: a corrected t-test, Holm within the dataset
+        assert {t.dataset for t in p.per_dataset} == {"Iris", "userlr"}
+        assert all(t.test.df == 2 for t in p.per_dataset)
     np.testing.assert_allclose(a.friedman.ranks.sum(), 6.0)  # k (k + 1) / 2
     out = tmp_path / "repeated"
     md = (out / "table1.md").read_text()
@@ -193,10 +197,20 @@ def test_user_dataset_in_the_repeated_report(tmp_path: Path, mirror: Path) -> No
     assert sum(line.startswith("userlr,") for line in csv) == 3
     text = (out / "README.md").read_text()
     finding = next(f for f in report.findings if f.claim.endswith("Birkhoff best on average"))
-    assert finding.verdict in ("yes", "no", "no (not significant)")
-    assert f"| {finding.claim} |" in text and "holds with significance (p < 0.05)" in text
+    assert finding.verdict in repeated_findings.VERDICTS
+    assert f"| {finding.claim} |" in text and "over the repeated splits" in text
+    assert "(dataset, split) pairs" not in text  # no test treats the splits as independent
     assert report.summary["tables"]["table1"]["n_datasets"] == 2
     assert report.summary["repeats"] == 3
+    # splits.csv: the per-split values in long form, and the whole report a function of it
+    lines = (out / "splits.csv").read_text().splitlines()
+    assert lines[0] == "table,dataset,composition,seed,metric,value,n_test,n_train,lambda"
+    assert len([x for x in lines if x.startswith("table1,userlr,B/B,")]) == 3
+    again = repeated_report.build_from_splits(out / "splits.csv", tmp_path / "again", 3)
+    for f in report.files:
+        if f.suffix in (".md", ".csv") and f.name != "splits.csv":
+            assert (tmp_path / "again" / f.name).read_text() == f.read_text(), f.name
+    assert [f.verdict for f in again.findings] == [f.verdict for f in report.findings]
 
 
 def test_no_tracked_result_is_one_clear_error(tmp_path: Path) -> None:
