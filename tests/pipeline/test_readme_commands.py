@@ -62,6 +62,12 @@ TESTED: dict[str, tuple[str, ...]] = {
         "tests/pipeline/report/test_repeated.py::test_user_dataset_in_the_repeated_report",
     ),
     ".venv/bin/dvc metrics show metrics/repeated.json": (HERE + "test_named_metrics_files",),
+    # PyTorch: the installs need the network (not run); the test checks the extra they
+    # install and that `make venv` installs the CPU build first
+    "pip install 'projloss[torch]'": (HERE + "test_torch_extra",),
+    "pip install torch --index-url https://download.pytorch.org/whl/cu124": (
+        HERE + "test_torch_extra",
+    ),
     # Experiments: each command with a tiny grid (a task sweep on one dataset)
     "python -m pipeline.train": (TRAIN,),
     "python -m pipeline.train task=multilabel set=unit_cube dataset=scene": (TRAIN,),
@@ -250,6 +256,32 @@ def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
     return subprocess.run(
         args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout
     )
+
+
+def test_torch_extra() -> None:
+    """The README's PyTorch install: the ``torch`` extra of the installed projloss asks for
+    a torch range that the installed build satisfies, the dev extra includes it, and
+    ``make venv`` installs the pinned CPU build before the extras."""
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    reqs = [Requirement(r) for r in requires("projloss") or []]
+    torch_reqs = [r for r in reqs if r.name == "torch" and r.marker is not None
+                  and r.marker.evaluate({"extra": "torch"})]  # fmt: skip
+    assert torch_reqs, reqs
+    spec = torch_reqs[0].specifier
+    assert spec.contains(version("torch").split("+")[0]), (spec, version("torch"))
+    assert not spec.contains("3.0"), spec  # a real range, not an open-ended one
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    dev = text.split("\ndev = [", 1)[1].split("]\n", 1)[0]
+    assert "torch" in dev, dev
+    if shutil.which("make") is not None:
+        done = _run(["make", "-n", "-W", "pyproject.toml", "venv"], ROOT)
+        lines = done.stdout.splitlines()
+        first = next(i for i, x in enumerate(lines) if "pip install --quiet 'torch==" in x)
+        extras = next(i for i, x in enumerate(lines) if "-e '.[dev]'" in x)
+        assert first < extras, lines
 
 
 def test_make_targets() -> None:
