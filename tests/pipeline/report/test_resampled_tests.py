@@ -80,6 +80,8 @@ def test_posterior_verdicts() -> None:
 # random_state=1, on the cases of _stan_cases(); P(left), P(rope), P(right)
 STAN = {
     "baycomp-like": (0.0004375, 0.3551375, 0.644425),
+    "better": (0.0006625, 0.0045625, 0.994775),
+    "equivalent": (0.0001125, 0.999325, 0.0005625),
 }
 
 
@@ -87,7 +89,14 @@ def _stan_cases() -> dict[str, tuple[np.ndarray, float, float]]:
     rng = np.random.default_rng(0)
     x = rng.normal(0.8, 0.02, (6, 10))
     y = x + rng.normal(0.01, 0.01, (6, 10))
-    return {"baycomp-like": (y - x, 0.1, 0.01)}
+    rng = np.random.default_rng(0)
+    better = 1.0 + 0.3 * rng.standard_normal((6, 1)) + 0.8 * rng.standard_normal((6, 10))
+    equivalent = 0.3 * rng.standard_normal((16, 1)) + 0.8 * rng.standard_normal((16, 30))
+    return {
+        "baycomp-like": (y - x, 0.1, 0.01),  # 6 datasets, 10-fold CV
+        "better": (better, 0.2, 0.5),  # 6 datasets x 10 splits of 80/20
+        "equivalent": (equivalent, 0.2, 0.5),  # 16 datasets x 30 splits
+    }
 
 
 @pytest.mark.parametrize("name", sorted(STAN))
@@ -95,9 +104,10 @@ def test_hierarchical_matches_baycomp_stan(name: str) -> None:
     d, rho, rope = _stan_cases()[name]
     ours = hier.hierarchical_probs(d, rho, rope)
     assert sum(ours) == pytest.approx(1.0, abs=1e-12)
-    # Stan's winner shares vary by a few points between runs on this funnel-shaped
-    # posterior (2 chains x 2,000 draws gave 0.269 for the ROPE, 4 x 20,000 0.355)
-    np.testing.assert_allclose(ours, STAN[name], atol=0.08)
+    # Stan's winner shares vary by several points between runs on the funnel-shaped
+    # posterior of "baycomp-like" (2 chains x 2,000 draws gave 0.269 for the ROPE, 4 x
+    # 20,000 0.355; ours 0.284); on the other two they agree to 1e-3
+    np.testing.assert_allclose(ours, STAN[name], atol=0.08 if name == "baycomp-like" else 0.005)
 
 
 def test_hierarchical_grid_is_converged() -> None:
