@@ -88,7 +88,7 @@ def test_reseeded_own_split_resamples_the_test_part(raw_all, load, drop: bool) -
         np.testing.assert_array_equal(np.sort(all_ids), kept)  # a partition of the pool
         assert len(idx["test"]) == len(shipped["test"])  # the paper's sizes
         assert len(idx["val"]) == len(shipped["val"])
-        rest, test = train_test_split(kept, test_size=len(shipped["test"]), random_state=seed)
+        _, test = train_test_split(kept, test_size=len(shipped["test"]), random_state=seed)
         np.testing.assert_array_equal(idx["test"], test)
         # the test sample changes: some shipped training rows are now tested
         assert len(np.setdiff1d(idx["test"], shipped["test"])) > 0

@@ -164,7 +164,7 @@ def _null_worlds(n_worlds: int, seed: int) -> tuple[np.ndarray, float, float]:
 
 def test_sound_tests_hold_their_level_under_the_null_and_pooled_pairs_do_not() -> None:
     diffs, n_train, n_test = _null_worlds(400, seed=7)
-    n_worlds, q, r = diffs.shape
+    n_worlds, _, r = diffs.shape
     # per dataset: the corrected resampled t-test
     mean, var = diffs.mean(axis=-1), diffs.var(axis=-1, ddof=1)
     t = mean / np.sqrt(rt.corrected_variance_factor(r, n_train, n_test) * var)
