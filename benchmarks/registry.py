@@ -26,6 +26,8 @@ SECTION_MODULES = (
     "benchmarks.isotonic",
     "benchmarks.birkhoff",
     "benchmarks.jax_baselines",
+    "benchmarks.torch_backend",
+    "benchmarks.gpu",
     "benchmarks.fits",
     "benchmarks.solver",
     "benchmarks.handwritten",

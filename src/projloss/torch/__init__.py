@@ -38,6 +38,13 @@ model's output). Batched over every leading axis; points are the trailing axis (
 sets) or the two trailing axes (matrix sets: ``"birkhoff"``, ``"row_simplex"``,
 ``"cube"``).
 
+**The CPU fast path.** On the CPU the forward passes (projection, loss value, MAP
+oracle) are the NumPy/numba engine's -- the fastest CPU code of the package; float32
+tensors are computed in float64 and cast back -- and the backward passes the sets'
+tensor Jacobian-vector products; :func:`set_cpu_backend` (``"engine"``, the default, or
+``"array_api"``) or the context manager :func:`cpu_backend` choose the sets' tensor
+algorithms instead (those run on every other device).
+
 **Errors** are one line, naming the remedy: ``TypeError`` for a non-tensor or an
 unsupported dtype; ``ValueError`` for mixed devices or dtypes, shapes (the set's checks),
 NaN or infinite ``theta``, an unknown set, geometry or reduction (the engine's
@@ -76,7 +83,13 @@ except ImportError:
         "projloss.torch needs PyTorch, which is not installed: pip install 'projloss[torch]'"
     ) from None
 
-from ._autograd import ProjectFunction, ProjectionLossFunction
+from ._autograd import (
+    ProjectFunction,
+    ProjectionLossFunction,
+    cpu_backend,
+    get_cpu_backend,
+    set_cpu_backend,
+)
 from ._decoding import calibrated_decode, calibrated_vertices, decode_scores, scores
 from ._encoding import decode, encode
 from ._loss import ProjectionLoss, projection_loss
@@ -89,10 +102,13 @@ __all__ = [
     "argmax",
     "calibrated_decode",
     "calibrated_vertices",
+    "cpu_backend",
     "decode",
     "decode_scores",
     "encode",
+    "get_cpu_backend",
     "project",
     "projection_loss",
     "scores",
+    "set_cpu_backend",
 ]

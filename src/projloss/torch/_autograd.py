@@ -22,16 +22,153 @@ There is no gradient with respect to :math:`\varphi` (the encoded target) in rev
 mode: :func:`projloss.torch.projection_loss` refuses a ``phi`` that requires one. Forward
 mode, which gives every input a tangent (zeros where none is asked for), includes the
 directional derivative :math:`\langle\nabla\Psi(\varphi) - \theta, \dot\varphi\rangle`.
+
+**The CPU fast path.** On the CPU the forward passes (the projection, the loss value,
+and the MAP oracle of :func:`projloss.torch.argmax`) are computed by the NumPy/numba
+engine (the kernels of :meth:`~projloss.sets.base.ConvexSet.project` and
+:func:`projloss.losses.loss_from_projection`): torch's CPU sort is several times slower
+than NumPy's, and the engine's kernels are compiled. A float64 tensor is handed to the
+engine as a zero-copy view (``theta.numpy()``); a float32 tensor is computed in float64 by
+the engine and the result cast back to float32 (more accurate than a float32
+computation; one conversion each way). Results, errors and derivatives are those of the
+array-API path, within rounding: the backward pass is still the set's Jacobian-vector
+product (:meth:`~projloss.sets.base.ConvexSet.xp_project_jvp`) on tensors. Every other
+device (CUDA, ...), and tensors wrapped by :mod:`torch.func` transforms (nested
+``grad``), take the sets' array-API oracles
+(:meth:`~projloss.sets.base.ConvexSet.xp_project`). :func:`set_cpu_backend` chooses the
+CPU path: ``"engine"`` (the default) or ``"array_api"`` (the tensor algorithms, as on a
+GPU: to test or time them on the CPU).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch
 
+from .. import losses as _losses
 from ..sets import ConvexSet
 from ._validation import check_finite, check_finite_loss
+
+# ---------------------------------------------------------------------- the CPU backend
+#: The computations of CPU tensors: the NumPy/numba engine, or the sets' array-API oracles.
+CPU_BACKENDS = ("engine", "array_api")
+_cpu_backend = "engine"
+
+
+def set_cpu_backend(backend: str) -> str:
+    """Choose how CPU tensors are projected; returns the previous choice.
+
+    Parameters
+    ----------
+    backend : {"engine", "array_api"}
+        ``"engine"`` (the default): the forward passes on CPU tensors -- projection, loss
+        value, MAP oracle -- are the NumPy/numba engine's (float64; float32 tensors are
+        computed in float64 and cast back). ``"array_api"``: the sets' tensor algorithms,
+        as on a GPU (float32 computed in float32). Either way the backward pass is the
+        set's Jacobian-vector product on tensors, and tensors on other devices always take
+        the tensor algorithms. A process-wide setting (not per thread).
+
+    Examples
+    --------
+    >>> import torch
+    >>> import projloss.torch as pt
+    >>> previous = pt.set_cpu_backend("array_api")  # the tensor algorithms on the CPU
+    >>> print(pt.project(torch.tensor([0.5, 1.2, -1.0]), "simplex"))
+    tensor([0.1500, 0.8500, 0.0000])
+    >>> pt.set_cpu_backend(previous)
+    'array_api'
+    >>> pt.get_cpu_backend()
+    'engine'
+    """
+    global _cpu_backend
+    if backend not in CPU_BACKENDS:
+        raise ValueError(f"unknown CPU backend {backend!r}; valid backends are {CPU_BACKENDS}")
+    previous, _cpu_backend = _cpu_backend, backend
+    return previous
+
+
+def get_cpu_backend() -> str:
+    """The current CPU backend, ``"engine"`` or ``"array_api"`` (see :func:`set_cpu_backend`)."""
+    return _cpu_backend
+
+
+@contextmanager
+def cpu_backend(backend: str) -> Iterator[None]:
+    """:func:`set_cpu_backend` for the ``with`` block only (the previous choice restored)."""
+    previous = set_cpu_backend(backend)
+    try:
+        yield
+    finally:
+        set_cpu_backend(previous)
+
+
+def on_engine(*tensors: torch.Tensor) -> bool:
+    """True when ``tensors`` go to the engine: the ``"engine"`` backend, plain strided CPU
+    tensors (not a subclass such as a fake tensor, not a :mod:`torch.func` wrapper, whose
+    data the host cannot read)."""
+    return _cpu_backend == "engine" and all(
+        type(t) is torch.Tensor
+        and t.device.type == "cpu"
+        and t.layout == torch.strided
+        and not torch._C._functorch.is_functorch_wrapped_tensor(t)
+        for t in tensors
+    )
+
+
+def host(x: torch.Tensor) -> np.ndarray:
+    """A float64 NumPy array of the CPU tensor ``x``: a zero-copy view in float64, a
+    float64 copy of a float32 tensor."""
+    x = x.detach()
+    if x.dtype != torch.float64:
+        x = x.to(torch.float64)
+    return x.numpy()
+
+
+def from_host(a: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    """The engine's array ``a`` as a tensor in ``like``'s dtype (zero-copy in float64)."""
+    a = np.asarray(a)
+    if not a.flags.writeable:
+        a = a.copy()
+    return torch.from_numpy(a).to(like.dtype)
+
+
+def host_finite(theta: torch.Tensor, arr: np.ndarray) -> None:
+    """:func:`~projloss.torch._validation.check_finite` of ``theta`` read on its host array
+    ``arr`` (NumPy's check: a tenth of the time of torch's on one CPU thread)."""
+    if not np.all(np.isfinite(arr)):
+        check_finite(theta)  # raises projloss.torch's error
+
+
+def engine_project(
+    cset: ConvexSet, theta: torch.Tensor, geometry: str, arr: np.ndarray | None = None
+) -> np.ndarray:
+    """The engine's projection of the CPU tensor ``theta`` (``arr``: its host array, if
+    made already), a float64 array.
+
+    As :meth:`ConvexSet.project` on ``host(theta)``, with ``theta``'s own checks: its shape
+    was checked by the caller, its entries are checked here with projloss.torch's error
+    (in the projection's pass where the engine fuses the check)."""
+    arr = host(theta) if arr is None else arr
+    out = None
+    if geometry in cset.fused_check:
+        out = cset._project_fused(arr, geometry)  # None: some entry is not finite
+    if out is None:
+        host_finite(theta, arr)
+        out = cset._project_euclidean(arr) if geometry == "euclidean" else cset._project_kl(arr)
+    if np.may_share_memory(out, arr):  # never a view of the input
+        out = out.copy()
+    return out
+
+
+def engine_argmax(cset: ConvexSet, theta: torch.Tensor) -> torch.Tensor:
+    """The engine's MAP oracle of the CPU tensor ``theta`` (its entries checked here)."""
+    arr = host(theta)
+    host_finite(theta, arr)
+    return from_host(cset._argmax(arr), theta)
 
 
 def _to_front(x: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:
@@ -42,8 +179,9 @@ def _to_front(x: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:
 
 
 class ProjectFunction(torch.autograd.Function):
-    """``u = P_C^Psi(theta)``: forward by the set's array-API projection, backward and
-    forward-mode by its Jacobian-vector product (symmetric Jacobian).
+    """``u = P_C^Psi(theta)``: forward by the engine (CPU, see :func:`set_cpu_backend`) or
+    the set's array-API projection, backward and forward-mode by its Jacobian-vector
+    product (symmetric Jacobian).
 
     ``apply(theta, cset, geometry, u=None)``; a given ``u`` (the projection, computed
     already) is returned instead of projecting: the derivatives of the projection at no
@@ -55,8 +193,11 @@ class ProjectFunction(torch.autograd.Function):
     ) -> torch.Tensor:
         if u is not None:
             return u.detach()
+        theta = theta.detach()  # (the sets see plain tensors)
+        if on_engine(theta):
+            return from_host(engine_project(cset, theta, geometry), theta)
         check_finite(theta)
-        return cset.xp_project(theta.detach(), geometry)  # (the sets see plain tensors)
+        return cset.xp_project(theta, geometry)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
@@ -133,10 +274,18 @@ class ProjectionLossFunction(torch.autograd.Function):
     def forward(
         theta: torch.Tensor, phi: torch.Tensor, cset: ConvexSet, geometry: str, event_ndim: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        check_finite(theta)
         theta, phi = theta.detach(), phi.detach()
-        u = cset.xp_project(theta, geometry)
-        values = loss_from_projection(theta, u, phi, geometry, event_ndim)
+        if on_engine(theta, phi):
+            t, f = host(theta), host(phi)
+            u64 = engine_project(cset, theta, geometry, t)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow: refused below
+                values = _losses.loss_from_projection(t, u64, f, geometry, event_ndim)
+            values = from_host(values, theta)
+            u = from_host(u64, theta)
+        else:
+            check_finite(theta)
+            u = cset.xp_project(theta, geometry)
+            values = loss_from_projection(theta, u, phi, geometry, event_ndim)
         check_finite_loss(values, theta)
         return values, u
 
@@ -145,6 +294,7 @@ class ProjectionLossFunction(torch.autograd.Function):
         theta, phi, cset, geometry, event_ndim = inputs
         _, u = output
         ctx.mark_non_differentiable(u)
+        ctx.set_materialize_grads(False)  # no zeros the size of u for its unused gradient
         ctx.cset, ctx.geometry, ctx.event_ndim = cset, geometry, event_ndim
         ctx.save_for_backward(theta, phi, u)
         ctx.save_for_forward(theta, phi, u)
@@ -156,11 +306,15 @@ class ProjectionLossFunction(torch.autograd.Function):
         theta, phi, u = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise ValueError(_PHI_GRAD)
+        if grad is None:  # (not materialized: only u's, which is not differentiable, came)
+            return None, None, None, None, None
         if torch.is_grad_enabled():
             # A graph of the gradient (create_graph=True, torch.func): d(u - phi)/dtheta =
             # J_P, through the projection's derivatives at the u computed (no projection).
             u = ProjectFunction.apply(theta, ctx.cset, ctx.geometry, u)
-        return _expand_events(grad, ctx.event_ndim) * (u - phi), None, None, None, None
+            return _expand_events(grad, ctx.event_ndim) * (u - phi), None, None, None, None
+        # no graph: one temporary, scaled in place
+        return (u - phi).mul_(_expand_events(grad, ctx.event_ndim)), None, None, None, None
 
     @staticmethod
     def jvp(

@@ -3,9 +3,10 @@ r"""The oracles on tensors: the differentiable projection and the MAP oracle."""
 from __future__ import annotations
 
 import torch
+import torch.autograd.forward_ad as fwAD
 
 from ..sets import ConvexSet
-from ._autograd import ProjectFunction
+from ._autograd import ProjectFunction, engine_argmax, on_engine
 from ._validation import check_finite, check_theta, resolve_set
 
 
@@ -27,7 +28,9 @@ def project(theta: torch.Tensor, set: str | ConvexSet, geometry: str = "euclidea
     Returns
     -------
     torch.Tensor
-        Same shape, dtype and device as ``theta``. Its backward pass is the set's
+        Same shape, dtype and device as ``theta``: on the CPU computed by the NumPy/numba
+        engine (float32 in float64, cast back), elsewhere by the set's tensor algorithm
+        (see :func:`projloss.torch.set_cpu_backend`). Its backward pass is the set's
         Jacobian-vector product (the Jacobian is symmetric), as is its forward-mode
         derivative.
 
@@ -52,7 +55,21 @@ def project(theta: torch.Tensor, set: str | ConvexSet, geometry: str = "euclidea
     cset = resolve_set(set)
     g = cset._check_geometry(geometry)
     check_theta(theta, cset)
+    if not needs_derivatives(theta):  # no graph to record: skip autograd.Function's cost
+        return ProjectFunction.forward(theta, cset, g)
     return ProjectFunction.apply(theta, cset, g)
+
+
+def needs_derivatives(theta: torch.Tensor) -> bool:
+    """Whether a projection of ``theta`` must go through the autograd Function: reverse
+    mode (``requires_grad`` under grad mode), forward mode (a dual tensor), or a
+    :mod:`torch.func` transform. Otherwise the forward alone is called
+    (``Function.apply`` binds its arguments by :mod:`inspect`: tens of microseconds)."""
+    return (
+        (theta.requires_grad and torch.is_grad_enabled())
+        or torch._C._are_functorch_transforms_active()
+        or fwAD.unpack_dual(theta).tangent is not None
+    )
 
 
 def argmax(theta: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
@@ -60,9 +77,11 @@ def argmax(theta: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     maximizing vertex, equal to :meth:`ConvexSet.argmax` (same tie-breaking).
 
     Not differentiable (piecewise constant): the result is detached. Same shape, dtype
-    and device as ``theta``; batched over the leading axes. The Birkhoff polytope's
-    assignments may be solved on the host (see :class:`~projloss.sets.Birkhoff`);
-    :math:`\mathbb{R}^p` and :math:`\mathbb{R}^p_+` have no maximizer and raise.
+    and device as ``theta``; batched over the leading axes. On the CPU, the engine's
+    oracle (see :func:`projloss.torch.set_cpu_backend`; float32 is exact in float64, so
+    ties are kept). The Birkhoff polytope's assignments may be solved on the host (see
+    :class:`~projloss.sets.Birkhoff`); :math:`\mathbb{R}^p` and :math:`\mathbb{R}^p_+` have
+    no maximizer and raise.
 
     Examples
     --------
@@ -74,6 +93,8 @@ def argmax(theta: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     cset = resolve_set(set)
     check_theta(theta, cset)
     theta = theta.detach()
+    if on_engine(theta):  # the CPU fast path (see set_cpu_backend)
+        return engine_argmax(cset, theta)
     check_finite(theta)
     with torch.no_grad():
         v = cset.xp_argmax(theta)

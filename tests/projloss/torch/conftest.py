@@ -1,4 +1,5 @@
-"""Fixtures of the projloss.torch tests: the devices (the CPU, and CUDA where present).
+"""Fixtures of the projloss.torch tests: the devices (the CPU, and CUDA where present),
+and the two CPU paths (the engine, the tensor algorithms).
 
 Without PyTorch the test modules are not collected (except ``test_import.py``, which
 checks that ``projloss`` imports without it and that ``projloss.torch`` names the
@@ -38,6 +39,22 @@ if _torch_installed():
     def device(request: pytest.FixtureRequest) -> torch.device:
         """Each test runs on the CPU, and on CUDA where a GPU is present."""
         return torch.device(request.param)
+
+    @pytest.fixture(params=["engine", "array_api"])
+    def backend(request: pytest.FixtureRequest):
+        """Both CPU paths (projloss.torch.set_cpu_backend): the NumPy/numba engine and the
+        sets' tensor algorithms. With the ``device`` fixture on CUDA, where only the tensor
+        algorithms run, the ``"engine"`` case is skipped (it would repeat the other)."""
+        import projloss.torch as pt
+
+        if (
+            request.param == "engine"
+            and "device" in request.fixturenames
+            and request.getfixturevalue("device").type != "cpu"
+        ):
+            pytest.skip("the engine path is CPU-only")
+        with pt.cpu_backend(request.param):
+            yield request.param
 
 else:
     collect_ignore = [p.name for p in HERE.glob("test_*.py") if p.name != "test_import.py"]

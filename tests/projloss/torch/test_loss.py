@@ -1,7 +1,7 @@
 """projloss.torch.projection_loss / ProjectionLoss against the engine's
 projloss.losses.ProjectionLoss, for every (set, geometry) pair: values, the gradient
 u - phi (one projection, no backward through it), reductions, event_ndim, second
-derivatives and forward mode."""
+derivatives and forward mode; on the CPU, on both paths (the ``backend`` fixture)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _batches(name, geometry, dtype, rng):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize(("name", "geometry"), PAIRS, ids=PAIR_IDS)
-def test_value_and_gradient_equal_engine(name, geometry, dtype, device):
+def test_value_and_gradient_equal_engine(name, geometry, dtype, device, backend):
     cset = CASES[name].make()
     engine = EngineLoss(cset, geometry)
     rng = np.random.default_rng(10)
@@ -70,7 +70,7 @@ def _one(name, geometry, batch=(4,), seed=11, dtype=torch.float64):
 
 
 @pytest.mark.parametrize(("name", "geometry"), PAIRS, ids=PAIR_IDS)
-def test_reductions_and_module(name, geometry):
+def test_reductions_and_module(name, geometry, backend):
     cset, theta, phi = _one(name, geometry, batch=(2, 3))
     none = pt.projection_loss(theta, phi, cset, geometry, reduction="none")
     assert none.shape == (2, 3)
@@ -94,7 +94,7 @@ def test_gradient_is_u_minus_phi_and_mean_scales_it():
     torch.testing.assert_close(t.grad, (u - phi) / 6, atol=1e-12, rtol=0)
 
 
-def test_event_ndim_entrywise_set_on_matrices():
+def test_event_ndim_entrywise_set_on_matrices(backend):
     rng = np.random.default_rng(12)
     theta, phi = rng.standard_normal((4, 3, 3)), np.maximum(rng.standard_normal((4, 3, 3)), 0)
     for geometry in ("euclidean", "kl"):
@@ -112,7 +112,7 @@ def test_event_ndim_entrywise_set_on_matrices():
     ("name", "geometry"),
     [("simplex", "kl"), ("simplex", "euclidean"), ("permutahedron", "kl"), ("birkhoff", "kl")],
 )
-def test_second_derivative_is_the_projection_jacobian(name, geometry):
+def test_second_derivative_is_the_projection_jacobian(name, geometry, backend):
     """Hessian-vector products of the loss (create_graph=True): the Hessian of
     S(., phi) is J_P, by the differentiable projection."""
     cset, theta, phi = _one(name, geometry, batch=(3,))
@@ -129,7 +129,7 @@ def test_second_derivative_is_the_projection_jacobian(name, geometry):
     torch.testing.assert_close(g, pt.project(theta, cset, geometry) - phi, atol=1e-8, rtol=0)
 
 
-def test_forward_mode_and_func_grad():
+def test_forward_mode_and_func_grad(backend):
     cset, theta, phi = _one("simplex", "euclidean", batch=(5,))
     t = torch.randn(theta.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     u = pt.project(theta, cset)
@@ -164,7 +164,7 @@ def test_forward_mode_tangent_of_phi(geometry):
     torch.testing.assert_close(jv, (f(phi + h * t) - f(phi - h * t)) / (2 * h), atol=1e-7, rtol=0)
 
 
-def test_loss_overflow_is_refused_as_the_engine():
+def test_loss_overflow_is_refused_as_the_engine(backend):
     """The squared loss at |theta| = 1e20 overflows float32 (the engine: float64 at
     1e300): a one-line ValueError, not inf."""
     theta = torch.tensor([[1e20, -1e20]], dtype=torch.float32)
@@ -175,21 +175,26 @@ def test_loss_overflow_is_refused_as_the_engine():
     )
 
 
-def test_one_projection_per_loss_call(monkeypatch):
-    """Value and gradient come from one projection, and none in the backward pass."""
+def test_one_projection_per_loss_call(monkeypatch, backend):
+    """Value and gradient come from one projection, and none in the backward pass (on
+    the engine path the engine's kernel, on the other the set's tensor algorithm)."""
     cset = SETS["simplex"]()
     calls = []
-    real = type(cset).xp_project
+    name = "_project_euclidean" if backend == "engine" else "xp_project"
+    other = "xp_project" if backend == "engine" else "_project_euclidean"
+    real = getattr(type(cset), name)
 
-    def counting(self, theta, geometry="euclidean"):
-        calls.append(geometry)
-        return real(self, theta, geometry)
+    def counting(self, theta, *args):
+        calls.append(type(theta).__name__)
+        return real(self, theta, *args)
 
-    monkeypatch.setattr(type(cset), "xp_project", counting)
+    monkeypatch.setattr(type(cset), name, counting)
+    monkeypatch.setattr(type(cset), other, lambda *a: pytest.fail(f"{other} called"))
     monkeypatch.setattr(type(cset), "xp_project_jvp", lambda *a: pytest.fail("backward"))
     theta = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
     phi = pt.encode(np.arange(8) % 4, cset, k=4, dtype=torch.float64)
     pt.projection_loss(theta, phi, cset).backward()
-    assert calls == ["euclidean"]
+    kind = "ndarray" if backend == "engine" else "Tensor"
+    assert calls == [kind]
     torch.func.grad(lambda x: pt.projection_loss(x, phi, cset))(theta.detach())
-    assert calls == ["euclidean"] * 2  # torch.func.grad (create_graph) projects once too
+    assert calls == [kind] * 2  # torch.func.grad (create_graph) projects once too

@@ -1,7 +1,8 @@
 """projloss.torch.project / argmax against the NumPy engine, for every (set, geometry)
 pair: random batches with ties, large |theta|, leading batch axes, an empty batch,
 float64 and float32, the device and dtype kept; gradcheck of the projection (backward and
-forward mode), its symmetric Jacobian, and torch.func."""
+forward mode), its symmetric Jacobian, and torch.func. On the CPU each runs on both paths
+(the ``backend`` fixture: the engine, the sets' tensor algorithms)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _inputs(name: str, geometry: str, dtype: torch.dtype, rng: np.random.Generat
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize(("name", "geometry"), PAIRS, ids=PAIR_IDS)
-def test_project_equals_engine(name, geometry, dtype, device):
+def test_project_equals_engine(name, geometry, dtype, device, backend):
     cset = CASES[name].make()
     rng = np.random.default_rng(0)
     for theta in _inputs(name, geometry, dtype, rng):
@@ -69,7 +70,7 @@ def test_project_equals_engine(name, geometry, dtype, device):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("name", sorted(SETS))
-def test_argmax_equals_engine(name, dtype, device):
+def test_argmax_equals_engine(name, dtype, device, backend):
     cset = CASES[name].make()
     rng = np.random.default_rng(1)
     for theta in _inputs(name, "euclidean", dtype, rng):
@@ -98,7 +99,7 @@ def test_argmax_equals_engine(name, dtype, device):
     ids=repr,
 )
 @pytest.mark.parametrize("geometry", ["euclidean", "kl"])
-def test_set_instances_with_parameters(cset, k, geometry, device):
+def test_set_instances_with_parameters(cset, k, geometry, device, backend):
     shape = (5, k, k) if cset.matrix else (5, k)
     theta = sample_theta(np.random.default_rng(2), shape, scale=2.0)
     t = to_torch(theta, torch.float64, device)
@@ -116,7 +117,7 @@ def test_set_by_name_is_the_default_instance(name, geometry):
 
 
 @pytest.mark.parametrize(("name", "geometry"), PAIRS, ids=PAIR_IDS)
-def test_gradcheck(name, geometry, device):
+def test_gradcheck(name, geometry, device, backend):
     """Backward (VJP) and forward mode (JVP) against finite differences, float64, at
     points away from kinks (no ties; Birkhoff solved to 1e-12)."""
     case = CASES[name]
@@ -129,7 +130,7 @@ def test_gradcheck(name, geometry, device):
 
 
 @pytest.mark.parametrize(("name", "geometry"), PAIRS, ids=PAIR_IDS)
-def test_jacobian_is_symmetric_and_func_transforms(name, geometry):
+def test_jacobian_is_symmetric_and_func_transforms(name, geometry, backend):
     """The Jacobian of a Bregman projection is the Hessian of Omega*: symmetric. Reverse
     mode (jacrev), forward mode (jacfwd) and vmap agree."""
     case = CASES[name]
