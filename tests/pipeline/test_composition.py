@@ -140,7 +140,7 @@ def test_every_combination(task: str) -> None:
             "euclidean",
             "same",
             "median",
-            r"ordinal task only.*valid models for label_ranking are \['linear', 'poly'\]",
+            r"ordinal task only.*valid models for label_ranking are \['linear', 'poly', 'mlp'\]",
         ),
         ("ordinal", "order_simplex", "euclidean", "round", "linear", r"needs set=reals"),
         ("ordinal", "reals", "kl", "round", "linear", r"needs geometry=euclidean"),

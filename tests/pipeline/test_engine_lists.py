@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config.composition import BASELINE_MODELS, validate
+from pipeline.config.composition import BASELINE_MODELS, NEURAL_MODELS, validate
 from pipeline.config.settings import MODEL_KEYS
 from pipeline.data.registry import DATASET_TASKS, TASKS
 from pipeline.errors import CompositionError
@@ -22,12 +22,15 @@ def test_pipeline_metadata_is_keyed_by_the_engine_tasks() -> None:
 
 
 def test_models_are_the_engine_models_and_the_baselines() -> None:
-    assert list(MODEL_KEYS) == [*MODELS, *BASELINE_MODELS]
+    assert list(MODEL_KEYS) == [*MODELS, *NEURAL_MODELS, *BASELINE_MODELS]
 
 
 @pytest.mark.parametrize(
     ("group", "bad", "valid"),
-    [("geometry", "l2", str(GEOMETRIES)), ("model", "mlp", str([*MODELS, *BASELINE_MODELS]))],
+    [
+        ("geometry", "l2", str(GEOMETRIES)),
+        ("model", "svm", str([*MODELS, *NEURAL_MODELS, *BASELINE_MODELS])),
+    ],
 )
 def test_errors_name_the_engine_lists(group: str, bad: str, valid: str) -> None:
     cfg = {

@@ -79,6 +79,20 @@ TESTED: dict[str, tuple[str, ...]] = {
     "python -m pipeline.train task=label_ranking set=cube,birkhoff decoder=birkhoff --multirun": (
         TRAIN,
     ),
+    # Neural models: the iris run in-process (small network, two lambdas), the sweep as
+    # typed (small network), and the list's make target (dry run) and report
+    "python -m pipeline.train task=label_ranking set=birkhoff model=mlp dataset=iris": (
+        "tests/pipeline/test_mlp.py::test_iris_end_to_end_into_a_temporary_store",
+    ),
+    "python -m pipeline.train task=label_ranking model=mlp set=birkhoff,permutahedron "
+    "dataset=iris,wine --multirun": (
+        "tests/pipeline/test_mlp.py::test_command_line_multirun_over_sets_and_datasets",
+    ),
+    "make repro-mlp": (
+        HERE + "test_make_targets",
+        "tests/pipeline/test_mlp.py::test_dvc_stages_with_the_mlp",
+        "tests/pipeline/report/test_mlp.py::test_side_by_side_and_findings",
+    ),
     # Tracking
     "mlflow ui --backend-store-uri sqlite:///mlflow.db": (HERE + "test_mlflow_ui",),
     'MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true python -c "import mlflow; m = '
@@ -314,6 +328,12 @@ def test_make_targets() -> None:
     repeated = recipe("repro-repeated", "REPEATS=3")
     assert "python -m pipeline.params experiments=paper-repeated" in repeated
     assert ".venv/bin/python -m pipeline.report.repeated report --repeats 3" in repeated
+    mlp = recipe("repro-mlp")  # the MLP list's stages only (not the report stage), then its
+    assert "python -m pipeline.params experiments=mlp" in mlp  # report; params.yaml restored
+    assert "dvc repro evaluate@lr-mlp evaluate@ml-mlp evaluate@ml-tmc2007_500-mlp" in " ".join(
+        mlp.replace("\\\n", " ").split()
+    )
+    assert ".venv/bin/python -m pipeline.report.mlp" in mlp
 
 
 def _train_commands() -> list[str]:

@@ -12,7 +12,10 @@ decoding set, target loss) for a task):
 - ``decoder: round`` (ridge regression + rounding) only with ``set=reals``, the Euclidean
   geometry and the linear model, for the ordinal task (paper Table 4, "Round");
 - ``model: median`` (predict the training median; paper Table 4, "Baseline") only for the
-  ordinal task; it ignores the set, geometry and decoder.
+  ordinal task; it ignores the set, geometry and decoder;
+- ``model: mlp`` (a multilayer perceptron, :mod:`projloss.estimators.neural`) needs
+  PyTorch (one line naming ``pip install 'projloss[torch]'`` without it) and, with
+  ``model.device: cuda``, a GPU PyTorch can see.
 
 Each error is a :class:`CompositionError` (a ``ValueError``) naming the problem and the
 valid choices. :func:`make_estimator` builds the scikit-learn estimator of a composition.
@@ -32,6 +35,8 @@ from ..plain import to_plain
 
 #: the models of the pipeline's baselines (the projection models are the engine's)
 BASELINE_MODELS = ("median",)
+#: the neural models (the engine's :mod:`projloss.estimators.neural`, PyTorch)
+NEURAL_MODELS = ("mlp",)
 BASELINE_DECODERS = ("same", "round")
 #: valid values of ``lambdas.ties`` (:func:`pipeline.runs.scoring.best_index`)
 TIES = ("smallest", "largest")
@@ -74,6 +79,8 @@ class Composition:
             out += f" {self.geometry}"
         if self.model == "poly":
             out += f" poly{self.model_params.get('degree', 2)}"
+        elif self.model in NEURAL_MODELS:
+            out += f" {self.model}"
         return out
 
     def tags(self) -> dict[str, str]:
@@ -111,7 +118,7 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
     from projloss.estimators._base import MODELS as PROJECTION_MODELS
     from projloss.tasks import TASKS, check_composition
 
-    models = (*PROJECTION_MODELS, *BASELINE_MODELS)
+    models = (*PROJECTION_MODELS, *NEURAL_MODELS, *BASELINE_MODELS)
 
     cfg = to_plain(cfg)
     task_node = _node(cfg, "task")
@@ -154,7 +161,7 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         if task != "ordinal":
             raise CompositionError(
                 f"model=median (the training-median baseline) is for the ordinal task only, "
-                f"not {task}; valid models for {task} are ['linear', 'poly']"
+                f"not {task}; valid models for {task} are ['linear', 'poly', 'mlp']"
             )
         return Composition(
             set="none", geometry="none", decoder="median", model=model, kind="median", **common
@@ -212,6 +219,8 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         degree = model_params.get("degree")
         if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
             raise CompositionError(f"model.degree must be an integer >= 1, got {degree!r}")
+    if model in NEURAL_MODELS:
+        check_torch(model_params.get("device", "auto"))
     return Composition(
         set=comp.projection_set,
         geometry=comp.geometry,
@@ -223,6 +232,24 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         decoder_params=decoder_params,
         **common,
     )
+
+
+def check_torch(device: str = "auto") -> None:
+    """``model=mlp`` needs PyTorch, and ``device: cuda`` a GPU it sees: else a one-line
+    :class:`CompositionError` with the remedy (PyTorch is imported only for ``cuda``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise CompositionError(
+            "model=mlp needs PyTorch, which is not installed: pip install 'projloss[torch]'"
+        )
+    if device == "cuda":
+        from projloss.estimators.neural import resolve_device
+
+        try:
+            resolve_device("cuda")
+        except (ImportError, ValueError) as exc:
+            raise CompositionError(f"model.device=cuda: {exc}") from None
 
 
 def _knapsack(params: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -268,7 +295,9 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
         "tol": float(mp.get("tol", 1e-5)),
         "warm_start": bool(warm_start),
     }
-    if comp.model == "poly":
+    if comp.model in NEURAL_MODELS:
+        kwargs = _network_kwargs(comp, alpha)
+    elif comp.model == "poly":
         kwargs["degree"] = int(mp.get("degree", 2))
         kwargs["coef0"] = float(mp.get("coef0", 1.0))
     set_params = dict(comp.set_params)
@@ -281,6 +310,18 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
     w = set_params.pop("w", None) if comp.set == "permutahedron" else None
     projection = _set_argument(comp.set, set_params)
     decoding = None if comp.decoder == comp.set else comp.decoder
+    if comp.model in NEURAL_MODELS:
+        from projloss.estimators.neural import MLP_ESTIMATORS
+
+        extra: dict[str, Any] = {}
+        if comp.task == "label_ranking":
+            extra["w"] = None if w is None else np.asarray(w, dtype=np.float64)
+        elif comp.task == "multilabel":
+            lower, upper = knapsack if knapsack is not None else (0, "auto")
+            extra.update(knapsack_lower=int(lower), knapsack_upper=upper)
+        return MLP_ESTIMATORS[comp.task](
+            projection_set=projection, decoding_set=decoding, **extra, **kwargs
+        )
     if comp.task == "label_ranking":
         return E.ProjectionLabelRanker(
             projection_set=projection,
@@ -302,6 +343,33 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
             **kwargs,
         )
     return E.ProjectionClassifier(projection_set=projection, decoding_set=decoding, **kwargs)
+
+
+def _network_kwargs(comp: Composition, alpha: float | None) -> dict[str, Any]:
+    """The network estimator's parameters from ``conf/model/mlp.yaml``. Every fit starts
+    from the seed (no warm start along the lambda grid: the network's optimum depends on
+    its start, so a lambda's fit in the tune stage is the one a lone fit would give)."""
+    mp = comp.model_params
+    batch = mp.get("batch_size", "auto")
+    return {
+        "geometry": comp.geometry,
+        "target_loss": comp.target_loss,
+        "alpha": 1.0 if alpha is None else float(alpha),
+        "hidden_layer_sizes": tuple(int(s) for s in mp.get("hidden_layer_sizes", [100])),
+        "activation": str(mp.get("activation", "relu")),
+        "dropout": float(mp.get("dropout", 0.0)),
+        "max_iter": int(mp.get("max_iter", 200)),
+        "batch_size": batch if batch == "auto" else int(batch),
+        "learning_rate": float(mp.get("learning_rate", 1e-3)),
+        "early_stopping": bool(mp.get("early_stopping", True)),
+        "validation_fraction": float(mp.get("validation_fraction", 0.1)),
+        "n_iter_no_change": int(mp.get("n_iter_no_change", 10)),
+        "tol": float(mp.get("tol", 1e-4)),
+        "device": str(mp.get("device", "auto")),
+        "dtype": str(mp.get("dtype", "float64")),
+        "random_state": int(mp.get("seed", 0)),
+        "warm_start": False,
+    }
 
 
 @dataclass(frozen=True)

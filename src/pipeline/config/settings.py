@@ -196,8 +196,13 @@ GROUP_KEYS: dict[str, tuple[str, ...]] = {
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "linear": ("fit_intercept", "max_iter", "name", "penalize_intercept", "tol"),
     "poly": ("coef0", "degree", "fit_intercept", "max_iter", "name", "penalize_intercept", "tol"),
+    "mlp": (
+        "activation", "batch_size", "device", "dropout", "dtype", "early_stopping",
+        "hidden_layer_sizes", "learning_rate", "max_iter", "n_iter_no_change", "name", "seed",
+        "tol", "validation_fraction",
+    ),
     "median": ("name",),
-}
+}  # fmt: skip
 
 
 def _bad(key: str, value: Any, valid: str) -> ConfigError:
@@ -294,6 +299,24 @@ def _check_model(node: Any) -> None:
         "coef0": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
         "fit_intercept": (lambda v: isinstance(v, bool), "true or false"),
         "penalize_intercept": (lambda v: isinstance(v, bool), "true or false"),
+        # the network (model=mlp)
+        "hidden_layer_sizes": (lambda v: isinstance(v, list | tuple) and all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in v),
+            "a list of integers >= 1 (e.g. [100], or [] for no hidden layer)"),
+        "activation": (lambda v: v in ("relu", "tanh", "logistic", "identity"),
+                       "relu, tanh, logistic or identity"),
+        "dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+        "batch_size": (lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool)
+                       and v >= 1), "an integer >= 1 or auto"),
+        "learning_rate": (lambda v: _is_number(v) and v > 0, "a positive number (e.g. 1e-3)"),
+        "early_stopping": (lambda v: isinstance(v, bool), "true or false"),
+        "validation_fraction": (lambda v: _is_number(v) and 0 < v < 1, "a number in (0, 1)"),
+        "n_iter_no_change": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                             "an integer >= 1"),
+        "device": (lambda v: v in ("auto", "cpu", "cuda"), "auto, cpu or cuda"),
+        "dtype": (lambda v: v in ("float64", "float32"), "float64 or float32"),
+        "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                 "an integer >= 0"),
     }  # fmt: skip
     for key, (ok, valid) in checks.items():
         if key in node and not ok(node[key]):

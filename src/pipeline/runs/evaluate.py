@@ -126,6 +126,10 @@ def run(
     tracker.log_metrics(logged)
     tracker.set_tags({"converged": str(all(flags)).lower()})
     mlflow_view.log_run_page(tracker, run.config, comp, data, tuned)
+    if comp.model == "mlp":  # the networks' per-epoch curves, device and torch version
+        names = model_names(refitted, select_by, base="")
+        curves = {name: refitted.models[i] for i, name in names.items()}
+        mlflow_view.log_training_curves(tracker, curves)
     headline_pred = predictions[refitted.selection[select_by[0]]]
     problem = mlflow_view.flag_structures(tracker, comp, headline_pred)
     mlflow_view.describe_run(tracker, comp, best, lambdas, problem)

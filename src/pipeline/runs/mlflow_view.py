@@ -92,6 +92,8 @@ def _parts(comp: Composition, cfg: Mapping[str, Any] | None) -> list[str]:
         parts = [f"{comp.set}/{comp.decoder}", comp.geometry]
     if comp.model == "poly":
         parts.append(f"poly{comp.model_params.get('degree', 2)}")
+    elif comp.model == "mlp":
+        parts.append("mlp")
     if comp.target_loss is not None and comp.target_loss != default_target_loss(comp):
         parts.append(comp.target_loss)
     parts += _split_parts(cfg)
@@ -202,6 +204,10 @@ def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
     }
     if comp.model == "poly":
         out["degree"] = comp.model_params.get("degree", 2)
+    elif comp.model == "mlp":
+        mp = comp.model_params
+        out["hidden_layer_sizes"] = list(mp.get("hidden_layer_sizes", [100]))
+        out["device"] = mp.get("device", "auto")
     if comp.target_loss is not None:
         out["target_loss"] = comp.target_loss
     if comp.has_lambda:
@@ -591,6 +597,29 @@ def log_run_page(
     if tracker.enabled and data is not None:
         dataset, tags = dataset_input(data, cfg)
         tracker.log_input(dataset, tags)
+
+
+def log_training_curves(tracker: Any, models: Mapping[str, Any]) -> None:
+    """For networks (an estimator with ``history_``, :mod:`projloss.estimators.neural`):
+    the refitted models' per-epoch training objective and validation score as metric
+    histories (``epoch.loss``, ``epoch.val_score``, step = epoch, from 1; a suffix per
+    model as :func:`log_models`), which MLflow charts, and the device the network trained
+    on and the PyTorch version as tags (``device``, ``torch_version``). Nothing for the
+    linear models."""
+    tags: dict[str, str] = {}
+    steps: list[tuple[dict[str, float], int]] = []
+    for suffix, model in models.items():
+        history = getattr(model, "history_", None)
+        if not history:
+            continue
+        for key, values in history.items():
+            steps += [
+                ({f"epoch.{key}{suffix}": float(v)}, step) for step, v in enumerate(values, 1)
+            ]
+        if not tags:
+            tags = {"device": str(model.device_), "torch_version": str(model.torch_version_)}
+    if steps or tags:
+        tracker.log_batch(steps, tags=tags)  # one write, not one per epoch
 
 
 def flag_structures(tracker: Any, comp: Composition, y_pred: Any) -> str | None:

@@ -28,6 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..config.composition import Composition, make_estimator
 from ..config.run import RunConfig
+from ..errors import ConfigError
 from .scoring import best_index, run_metrics, score
 from .tracking import Tracker
 
@@ -36,11 +37,18 @@ log = logging.getLogger(__name__)
 
 def fit_quietly(estimator: Any, X: Any, y: Any) -> tuple[float, bool]:
     """Fit; return (seconds, converged). Convergence warnings are counted, not printed
-    (the stage reports them); other warnings pass through."""
+    (the stage reports them); other warnings pass through. A network whose training
+    diverged (NaN loss) is a :class:`~pipeline.errors.ConfigError` (one line: lambda and
+    the remedy), never a result."""
+    from projloss.estimators.neural import TrainingDivergedError
+
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        estimator.fit(X, y)
+        try:
+            estimator.fit(X, y)
+        except TrainingDivergedError as exc:
+            raise ConfigError(f"{exc} (model.learning_rate, lambdas.low)") from None
     seconds = time.perf_counter() - start
     converged = True
     for w in caught:

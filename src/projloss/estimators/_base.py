@@ -133,16 +133,12 @@ class ProjectionEstimatorBase(BaseEstimator):
         return validate_features(self, X, reset=reset)
 
     # ------------------------------------------------------------------ API
-    def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:
-        """Fit the model on the projection loss (L-BFGS; semismooth Newton for
-        ``model="poly"``).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : labels in the task's natural form (see the class docstring).
-        """
-        self._check_hyperparameters()
+    def _prepare_fit(self, X: Any, y: Any) -> tuple[Any, NDArray[np.float64]]:
+        """The shared start of every fit (linear, kernel and the networks of
+        :mod:`.neural`): check the composition and ``y``, validate ``X``, resolve the sets
+        and the target loss (``composition_``, ``projection_set_``, ``decoding_set_``,
+        ``target_loss_``, ``event_shape_``) and return ``(X, phi)``, ``phi`` the encoded
+        labels ``(n_samples, *event_shape_)``."""
         comp = self._composition()  # fail on a bad composition before any work
         if y is None:
             raise ValueError(
@@ -167,7 +163,20 @@ class ProjectionEstimatorBase(BaseEstimator):
                 f"the encoded labels have shape {phi.shape}, expected "
                 f"{(X.shape[0], *self.event_shape_)}"
             )
+        return X, phi
 
+    def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:
+        """Fit the model on the projection loss (L-BFGS; semismooth Newton for
+        ``model="poly"``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : labels in the task's natural form (see the class docstring).
+        """
+        self._check_hyperparameters()
+        X, phi = self._prepare_fit(X, y)
+        comp = self.composition_
         if self.model == "poly":
             self.X_fit_ = X
         F = self._features(X)

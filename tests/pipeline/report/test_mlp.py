@@ -1,0 +1,67 @@
+"""``python -m pipeline.report.mlp``: linear vs MLP per cell of Tables 1, 2, 6 and 7 and
+the per-table findings, from fake MLP results beside the committed paper report."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.report import mlp as report
+from pipeline.report.paper import tables
+
+from ..conftest import ROOT
+
+
+def _result(root: Path, experiment: str, run: str, metric: str, value: float) -> None:
+    path = root / "data/eval" / experiment / run / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"run_id": f"id-{run}", "headline": {metric: value}, "lambda": {metric: 1.0}}
+    path.write_text(json.dumps({**record, "n_test": 30, "y_shape": [3]}))
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "reports").mkdir()
+    for key in report.TABLES:
+        shutil.copy(ROOT / "reports" / f"{key}.csv", tmp_path / "reports" / f"{key}.csv")
+    monkeypatch.setenv("PROJLOSS_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_side_by_side_and_findings(root: Path) -> None:
+    specs = tables()
+    spec = report.mlp_spec(specs["table1"])
+    assert spec.experiment == "lr-mlp"
+    # Table 1 with the MLP: B/B best on every dataset (holds); Table 2: cube/B best (does
+    # not hold); Tables 6-7 not run
+    for key, best in (("table1", "B/B"), ("table2", "cube/B")):
+        s = report.mlp_spec(specs[key])
+        for row in s.rows:
+            for col in s.columns:
+                value = 1.0 if col.id == best else 5.0 + len(col.id)
+                _result(root, s.experiment_of(row), s.run_of(row, col), "hamming", value)
+    report.main(["--out", str(root / "reports/mlp")])
+    out = root / "reports/mlp"
+    found = {f["table"]: f for f in json.loads((out / "findings.json").read_text())}
+    assert found["table1"]["holds"] is True and found["table1"]["best_mlp"] == "B/B"
+    assert found["table2"]["holds"] is False and found["table2"]["best_mlp"] == "cube/B"
+    assert found["table1"]["best_paper"] == "B/B"  # the paper's own averages
+    assert found["table6"]["holds"] is None and found["table7"]["holds"] is None
+    # each cell: the committed linear value beside the MLP's, with the MLP run's id
+    with open(out / "table1.csv", encoding="utf-8", newline="") as f:
+        rows = {(r["row"], r["column"]): r for r in csv.DictReader(f)}
+    with open(ROOT / "reports/table1.csv", encoding="utf-8", newline="") as f:
+        linear = {(r["row"], r["column"]): r["ours"] for r in csv.DictReader(f)}
+    cell = rows[("Iris", "B/B")]
+    assert float(cell["linear"]) == float(linear[("Iris", "B/B")]) and float(cell["mlp"]) == 1.0
+    assert cell["experiment"] == "lr-mlp" and cell["run"] == "iris/t1-birkhoff-birkhoff"
+    assert cell["mlflow_run_id"] == "id-iris/t1-birkhoff-birkhoff"
+    readme = (out / "README.md").read_text()
+    assert "| table1 | Table 1: Birkhoff/Birkhoff (B/B) best on average | B/B / " in readme
+    assert "does NOT hold" in readme and "not run" in readme
+    md = (out / "table1.md").read_text()
+    assert "| Iris | " in md and " / 1.00 |" in md
