@@ -62,6 +62,11 @@ TESTED: dict[str, tuple[str, ...]] = {
         "tests/pipeline/report/test_repeated.py::test_user_dataset_in_the_repeated_report",
     ),
     ".venv/bin/dvc metrics show metrics/repeated.json": (HERE + "test_named_metrics_files",),
+    # the report from the committed per-split values alone (its core, build_from_splits)
+    "python -m pipeline.report.repeated report --from-splits reports/repeated/splits.csv": (
+        "tests/pipeline/report/test_committed_reports.py::"
+        "test_repeated_report_is_a_function_of_splits_csv",
+    ),
     # PyTorch: the installs need the network (not run); the test checks the extra they
     # install and that `make venv` installs the CPU build first
     "pip install 'projloss[torch]'": (HERE + "test_torch_extra",),

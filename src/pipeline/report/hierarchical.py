@@ -45,9 +45,10 @@ machine to rounding:
 
 Then :math:`\int f_i(\delta) t_\nu(\delta; \delta_0, \sigma_0) d\delta` is computed with
 24 equal-probability nodes of the narrower of the two densities (the wider one is smooth
-on its scale), and the posterior on a grid of :math:`\delta_0` (uniform, the prior's
-support), :math:`\sigma_0` (log-spaced) and :math:`\nu` (log-spaced in
-:math:`\nu - 1`), with the priors' densities and the grids' Jacobians as weights.
+on its scale), and the posterior on a grid of :math:`\delta_0` (the prior's support,
+refined where the datasets' likelihoods are), :math:`\sigma_0` (log-spaced) and
+:math:`\nu` (log-spaced in :math:`\nu - 1`), with the priors' densities and the grids'
+Jacobians as weights.
 
 Examples
 --------
@@ -147,8 +148,8 @@ def hierarchical_test(
     takes its own) and the ROPE ``[-rope, rope]`` (in the data's units).
 
     Needs 3 splits or more and some spread on at least one dataset. A dataset whose
-    differences are the same on every split contributes the density of
-    :math:`\delta_i` at that value (the limit of no within-dataset noise); ``rope = 0``
+    differences are the same on every split is given the spread of values uniform in the
+    ROPE around that value (baycomp jitters such a row within the ROPE); ``rope = 0``
     gives ``p_rope = 0``."""
     from scipy import stats
     from scipy.special import logsumexp
@@ -174,50 +175,71 @@ def hierarchical_test(
 
     # f_i: the likelihood of delta_i, a t density (df r - 2, loc mean_i, scale tau_i)
     ss = ((x - means[:, None]) ** 2).sum(axis=1)
-    tau = np.where(flat, 0.0, np.sqrt(ss * (1 + (r - 1) * rho) / ((1 - rho) * r * (r - 2))))
+    # a dataset whose differences are the same on every split (two learners predicting
+    # alike) gets the spread of values uniform in the ROPE, as baycomp jitters it (a point
+    # mass would make the posterior collapse onto sigma0 = 0); without a ROPE, the mean
+    # within-dataset spread
+    ss = np.where(flat, r * (rope**2 / 3.0 if rope > 0 else 1.0), ss)
+    tau = np.sqrt(ss * (1 + (r - 1) * rho) / ((1 - rho) * r * (r - 2)))
     df_f = float(r - 2)
 
-    delta0 = np.linspace(-delta_hi, delta_hi, _N_DELTA0)
-    w_d0 = np.full(_N_DELTA0, delta0[1] - delta0[0])
-    w_d0[[0, -1]] /= 2
-    lo = max(1e-4 * min(among, float(tau[~flat].min())), 1e-9)
+    # delta0: the prior's support [-Delta, Delta] (coarse) and, finer, the core where the
+    # datasets' likelihoods are (their means +- 6 scales): a posterior much narrower than
+    # the support (small differences, one large one) is still resolved
+    spread = tau + (among if q > 1 else 0.0)
+    core = np.clip([float(np.min(means - 6 * spread)), float(np.max(means + 6 * spread))],
+                   -delta_hi, delta_hi)  # fmt: skip
+    coarse = np.unique(np.concatenate([
+        np.linspace(-delta_hi, delta_hi, _N_DELTA0 // 2), np.linspace(*core, _N_DELTA0),
+    ]))  # fmt: skip
+    lo = max(1e-4 * min(among, float(tau.min())), 1e-9)
     sigma0 = np.geomspace(lo, UPPER_SIGMA * among, _N_SIGMA0)
     w_s0 = sigma0 * np.gradient(np.log(sigma0))  # uniform prior on sigma0: d sigma0
     nu = 1.0 + np.geomspace(1e-2, 1e4, _N_NU)
     w_nu = _nu_prior(nu) * (nu - 1.0) * np.gradient(np.log(nu - 1.0))
-
-    # log h_i(delta0, sigma0, nu) = log int f_i(d) t_nu(d; delta0, sigma0) dd, with the
-    # nodes of the narrower density: the t prior's where sigma0 < tau_i (evaluate f_i),
-    # f_i's elsewhere (evaluate the t prior)
-    log_lik = np.zeros((_N_DELTA0, _N_SIGMA0, _N_NU))
     z_nu = _t_nodes(nu)  # (nu, nodes)
     z_f = _t_nodes(df_f)  # (nodes,)
     c_f = float(_t_const(df_f))
     c_nu = _t_const(nu)  # (nu,)
-    for i in range(q):
-        m = int(np.searchsorted(sigma0, tau[i]))  # sigma0[:m] < tau_i
-        if m:
-            nodes = delta0[:, None, None, None] + sigma0[None, :m, None, None] * z_nu
-            k = _log_kernel((nodes - means[i]) / tau[i], df_f)
-            log_lik[:, :m] += logsumexp(k, axis=-1) + (c_f - np.log(tau[i]) - np.log(_NODES))
-        if m < _N_SIGMA0:
-            s0 = sigma0[None, m:, None, None]
-            if flat[i]:  # f_i is a point mass at the mean
-                z = (means[i] - delta0[:, None, None, None]) / s0
-                k = _log_kernel(z, nu[None, None, :, None])[..., 0]
-            else:
+
+    def posterior(delta0: np.ndarray) -> np.ndarray:
+        """The normalized posterior weights on the grid delta0 x sigma0 x nu."""
+        w_d0 = np.gradient(delta0)  # trapezoid weights on the non-uniform grid
+        w_d0[[0, -1]] /= 2
+        # log h_i(delta0, sigma0, nu) = log int f_i(d) t_nu(d; delta0, sigma0) dd, with the
+        # nodes of the narrower density: the t prior's where sigma0 < tau_i (evaluate
+        # f_i), f_i's elsewhere (evaluate the t prior)
+        log_lik = np.zeros((delta0.size, _N_SIGMA0, _N_NU))
+        for i in range(q):
+            m = int(np.searchsorted(sigma0, tau[i]))  # sigma0[:m] < tau_i
+            if m:
+                nodes = delta0[:, None, None, None] + sigma0[None, :m, None, None] * z_nu
+                k = _log_kernel((nodes - means[i]) / tau[i], df_f)
+                log_lik[:, :m] += logsumexp(k, axis=-1) + (c_f - np.log(tau[i]) - np.log(_NODES))
+            if m < _N_SIGMA0:
+                s0 = sigma0[None, m:, None, None]
                 z = ((means[i] + tau[i] * z_f) - delta0[:, None, None, None]) / s0
                 k = logsumexp(_log_kernel(z, nu[None, None, :, None]), axis=-1) - np.log(_NODES)
-            log_lik[:, m:] += k + c_nu[None, None, :] - np.log(s0[..., 0])
+                log_lik[:, m:] += k + c_nu[None, None, :] - np.log(s0[..., 0])
+        log_post = (
+            log_lik
+            + np.log(w_d0)[:, None, None]
+            + np.log(w_s0)[None, :, None]
+            + np.log(np.maximum(w_nu, 1e-300))[None, None, :]
+        )
+        post = np.exp(log_post - log_post.max())
+        return post / post.sum()
 
-    log_post = (
-        log_lik
-        + np.log(w_d0)[:, None, None]
-        + np.log(w_s0)[None, :, None]
-        + np.log(np.maximum(w_nu, 1e-300))[None, None, :]
-    )
-    post = np.exp(log_post - log_post.max())
-    post /= post.sum()
+    delta0 = coarse
+    post = posterior(delta0)
+    # a posterior narrower than the grid (e.g. several datasets with no difference at all)
+    # is refined: a second pass with a fine grid over where 99.9 % of delta0's mass is
+    cdf = np.cumsum(post.sum(axis=(1, 2)))
+    i0 = max(int(np.searchsorted(cdf, 5e-4)) - 1, 0)
+    i1 = min(int(np.searchsorted(cdf, 1 - 5e-4)) + 1, delta0.size - 1)
+    if i1 - i0 < 24:
+        delta0 = np.unique(np.concatenate([coarse, np.linspace(delta0[i0], delta0[i1], 97)]))
+        post = posterior(delta0)
 
     # the three probabilities of a new dataset's difference at every grid point
     p_left = stats.t.cdf((-rope - delta0[:, None, None]) / sigma0[None, :, None], nu)
