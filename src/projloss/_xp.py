@@ -10,7 +10,7 @@ algorithms again. The NumPy/numba kernels of the sets stay the CPU fast path of
 by tests on the same inputs.
 
 The standard leaves out a few primitives that the algorithms need (a numerically stable
-``logsumexp``, a cumulative maximum, a segment sum, a batched linear solve); each is
+``logsumexp``, a cumulative maximum, a batched linear solve); each is
 here, with one branch per library and no other library-specific code in the sets.
 
 Examples
@@ -79,29 +79,6 @@ def cummax(xp: Any, x: Any, axis: int = -1) -> Any:
     if is_torch(x):
         return x.cummax(dim=axis).values
     return np.maximum.accumulate(np.asarray(x), axis=axis)
-
-
-def cummin(xp: Any, x: Any, axis: int = -1) -> Any:
-    """Cumulative minimum along ``axis`` (not in the array API standard)."""
-    if is_torch(x):
-        return x.cummin(dim=axis).values
-    return np.minimum.accumulate(np.asarray(x), axis=axis)
-
-
-def segment_sum(xp: Any, values: Any, segments: Any, n_segments: int) -> Any:
-    """Sums of ``values`` (..., k) over the integer labels ``segments`` (..., k) in
-    ``[0, n_segments)`` along the last axis: shape (..., n_segments)."""
-    shape = (*values.shape[:-1], n_segments)
-    if is_torch(values):
-        import torch
-
-        out = torch.zeros(shape, dtype=values.dtype, device=values.device)
-        return out.scatter_add_(-1, segments, values)
-    values, segments = np.asarray(values), np.asarray(segments)
-    out = np.zeros(shape, dtype=values.dtype)
-    lead = np.indices(values.shape[:-1])
-    np.add.at(out, (*[np.broadcast_to(i[..., None], values.shape) for i in lead], segments), values)
-    return out
 
 
 def solve(xp: Any, a: Any, b: Any) -> Any:
