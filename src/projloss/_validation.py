@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import issparse
 
 GEOMETRIES = ("euclidean", "kl")
 
@@ -46,6 +47,11 @@ def check_array(
         Check that every entry is finite (False: the caller's kernel checks it in the
         pass that reads the entries, and calls again with True to raise the error).
     """
+    if issparse(x):
+        raise ValueError(
+            f"{name} is a scipy.sparse {type(x).__name__}: sparse input is not supported "
+            f"(projections are dense); pass {name}.toarray()"
+        )
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -9,14 +9,23 @@
 - The permutahedron: translation invariance P(theta + c 1) = P(theta) and the sorting
   structure of P(c theta) (weights by rank, ties averaged) up to |theta| = 1e300.
 - Validation: the label ranker's ``w`` and every public metric.
+- Issue 36: features so large that the fit's products overflow are refused naming their
+  scale (not a NaN deep in the solver), a fit far from unit scale names the scale in its
+  ``ConvergenceWarning``; NaN in a multilabel ``y`` names ``y`` and the entry; sparse theta is
+  refused as sparse.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from scipy.sparse import csr_matrix
+from sklearn.exceptions import ConvergenceWarning
 
-from projloss.estimators import ProjectionLabelRanker
+from projloss.estimators import ProjectionLabelRanker, ProjectionMultilabelClassifier
+from projloss.estimators._validation import overflow_limit
 from projloss.losses import ProjectionLoss
 from projloss.metrics import f1, multilabel_accuracy, ordinal_mae, ranking_hamming_loss
 from projloss.sets import Birkhoff, Knapsack, Permutahedron, get_set
@@ -214,3 +223,58 @@ def test_metrics_on_valid_inputs_are_unchanged():
     assert f1(Y, P) == pytest.approx(100 * 2 * 2 / (2 * 2 + 1))
     assert ranking_hamming_loss([[0, 1, 2]], [[1, 0, 2]]) == pytest.approx(100 * 4 / 9)
     assert ordinal_mae([1, 2, 3], [1, 3, 3], sample_weight=[1, 1, 0]) == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- issue 36
+def _multilabel_data(n: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4))
+    return X / np.abs(X).max(), (rng.random((n, 3)) < 0.4).astype(float)
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e300])
+@pytest.mark.parametrize("model", ["linear", "poly"])
+def test_features_that_overflow_the_fit_are_refused_naming_their_scale(scale, model):
+    X, Y = _multilabel_data()
+    est = ProjectionMultilabelClassifier(model=model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning on the way
+        with pytest.raises(ValueError, match=r"entries up to 1\.0e\+\d+ .*standardize the"):
+            est.fit(X * scale, Y)
+
+
+def test_the_overflow_limit_is_where_the_fit_breaks_down():
+    """Just below the limit the fit runs to a finite model (a ConvergenceWarning naming the
+    scale); the limit is not so low that it refuses fits that work."""
+    X, Y = _multilabel_data()
+    limit = overflow_limit(*X.shape)
+    est = ProjectionMultilabelClassifier()
+    with pytest.warns(ConvergenceWarning, match=r"X has entries up to .* far from unit scale"):
+        est.fit(X * 0.95 * limit, Y)
+    assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.intercept_))
+    assert ProjectionMultilabelClassifier().fit(X * 1e50, Y).converged_  # far, but fine
+
+
+def test_unit_scale_features_get_no_scale_hint():
+    X, Y = _multilabel_data()
+    with pytest.warns(ConvergenceWarning) as record:
+        ProjectionMultilabelClassifier(max_iter=1, tol=1e-16).fit(X, Y)
+    assert not any("far from unit scale" in str(w.message) for w in record)
+
+
+def test_nan_in_multilabel_y_names_y_and_the_place():
+    X, Y = _multilabel_data(20)
+    Y[2, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cast RuntimeWarning first
+        with pytest.raises(ValueError, match=r"^y contains NaN .*row 2, column 1.*drop those"):
+            ProjectionMultilabelClassifier().fit(X, Y)
+
+
+@pytest.mark.parametrize("method", ["project", "argmax"])
+def test_sparse_theta_is_refused_as_sparse(method):
+    theta = csr_matrix(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"sparse input is not supported.*toarray\(\)"):
+        getattr(get_set("simplex"), method)(theta)
+    with pytest.raises(ValueError, match="sparse input is not supported"):
+        ProjectionLoss(get_set("simplex"))(theta, np.eye(3)[:2])

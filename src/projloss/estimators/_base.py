@@ -38,7 +38,7 @@ from ..target_losses import TargetLoss, get_target_loss
 from ..tasks import Composition, check_composition
 from ._fit_memo import active_memo, fit_key
 from ._solver import fit_projection_model, one_blas_thread
-from ._validation import validate_features
+from ._validation import check_feature_scale, feature_magnitude, scale_hint, validate_features
 
 #: the polynomial kernel with one BLAS thread, as the fit: the same kernel (to the last
 #: bit) whatever the BLAS threads of the calling process
@@ -145,6 +145,7 @@ class ProjectionEstimatorBase(BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
         X = self._validate_X(X, reset=True)
+        check_feature_scale(X)
         self.composition_ = comp
         canonical, k = self._prepare_targets(y, X.shape[0])
         enc = comp.encoding
@@ -179,7 +180,14 @@ class ProjectionEstimatorBase(BaseEstimator):
         comp = self.composition_
         if self.model == "poly":
             self.X_fit_ = X
-        F = self._features(X)
+        if self.model == "linear":
+            F = X
+        else:  # the kernel's powers overflow before X itself: refused with X's scale named
+            with np.errstate(over="ignore", invalid="ignore"):
+                F = self._features(X)
+            what = f"the {self.model} kernel of X (X up to {feature_magnitude(X):.1e})"
+            check_feature_scale(F, what=what)
+        hint = scale_hint(feature_magnitude(F), "X" if self.model == "linear" else "the kernel")
         coef_init = intercept_init = None
         p = int(np.prod(self.event_shape_))
         if (
@@ -201,6 +209,7 @@ class ProjectionEstimatorBase(BaseEstimator):
             max_iter=int(self.max_iter),
             tol=float(self.tol),
             precondition=self.model == "poly",
+            warning_hint=hint,
         )
         solver = SOLVERS[self.model] if self.alpha > 0 else "lbfgs"
         memo = active_memo()

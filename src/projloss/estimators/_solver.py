@@ -267,6 +267,7 @@ def fit_projection_model(
     solver: str = "lbfgs",
     newton_fallback: bool = True,
     newton_first: bool | None = None,
+    warning_hint: str = "",
 ) -> FitResult:
     r"""Fit ``(coef, intercept)`` by L-BFGS-B with the analytic gradient.
 
@@ -318,6 +319,9 @@ def fit_projection_model(
     has not converged, L-BFGS goes on from its point, then the Newton finish (``n_iter``
     counts all three). Every path stops at ``max|grad| <= tol``, at the same (unique)
     optimum of the strongly convex objective.
+
+    ``warning_hint``: appended to the ``ConvergenceWarning``'s remedy (the estimators name
+    features far from unit scale there, :func:`._validation.scale_hint`).
 
     The whole fit, preconditioner included, runs with one BLAS thread: L-BFGS-B calls BLAS
     on vectors of the size of w at every iteration, and a multi-threaded OpenBLAS
@@ -468,7 +472,7 @@ def fit_projection_model(
     if not converged:
         warnings.warn(
             f"{name} did not converge in {res.nit} iterations ({res.message}); "
-            "increase max_iter or tol, or scale the features",
+            f"increase max_iter or tol, or scale the features{warning_hint}",
             ConvergenceWarning,
             stacklevel=4,  # warn, wrapper, fit_projection_model, estimator.fit
         )

@@ -30,6 +30,14 @@ def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        row, col = np.argwhere(~np.isfinite(arr))[0] if arr.ndim == 2 else (None, None)
+        where = f" (first at row {row}, column {col}, 0-based)" if row is not None else ""
+        raise ValueError(
+            f"{name} contains NaN or infinite values{where}; {name} must be a 0/1 label "
+            "indicator matrix (n_samples, n_labels) without missing labels: drop those rows "
+            "or fill them with 0/1"
+        )
     if arr.dtype.kind not in "biuf" or not np.all((arr == 0) | (arr == 1)):
         kind = type_of_target(arr) if arr.dtype.kind in "biuf" else "non-numeric"
         raise ValueError(
