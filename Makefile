@@ -51,10 +51,11 @@ repro-repeated: $(STAMP)
 # params.yaml is composed with that list for the run and restored after it, as above.
 repro-mlp: $(STAMP)
 	$(BIN)/python -m pipeline.params experiments=mlp
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.preload $(BIN)/dvc repro \
+	start=$$(date +%s); \
+	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.preload $(BIN)/dvc repro \
 	  evaluate@lr-mlp evaluate@ml-mlp evaluate@ml-tmc2007_500-mlp; \
-	  status=$$?; $(BIN)/python -m pipeline.params; exit $$status
-	$(BIN)/python -m pipeline.report.mlp
+	  status=$$?; $(BIN)/python -m pipeline.params; test $$status = 0 || exit $$status; \
+	  $(BIN)/python -m pipeline.report.mlp --run-time-s $$(( $$(date +%s) - start ))
 
 # Regenerate params.yaml (DVC's params) from conf/ after changing a config file.
 params: $(STAMP)

@@ -7,8 +7,9 @@ The MLP's cells are the evaluate stage's results of the experiment list
 ``data/eval/``); the linear cells are the committed paper report's (``reports/<table>.csv``,
 column ``ours``: the results of ``make repro``), so this report needs no linear rerun.
 Writes ``reports/mlp/`` (``--out``): ``<table>.csv`` and ``<table>.md`` (each cell
-``linear / MLP``), ``findings.json`` and ``README.md``. Run it after the list
-(``make repro-mlp`` does both).
+``linear / MLP``), ``findings.json``, ``run.json`` (the list's run time, machine and date,
+``--run-time-s``) and ``README.md``. Run it after the list (``make repro-mlp`` does both
+and measures the run time).
 
 The findings, per table (``holds``: with the network; None where a cell has not run):
 
@@ -24,10 +25,13 @@ The findings, per table (``holds``: with the network; None where a cell has not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
+import datetime
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -36,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fileio import write_json, write_text
 from .paper import Column, TableSpec
 from .paper import tables as paper_tables
 from .results import Results
@@ -217,7 +222,39 @@ def to_csv(comp: Comparison) -> str:
     return buf.getvalue()
 
 
-def render_readme(found: list[dict[str, Any]], comps: Mapping[str, Comparison]) -> str:
+def render_run(run: Mapping[str, Any] | None) -> list[str]:
+    """The README's "The run" section: how long ``make repro-mlp`` took, where, when."""
+    if not run:
+        return ["## The run", "", "Run time not recorded (`--run-time-s` not given).", ""]
+    minutes = run["run_time_s"] / 60
+    return [
+        "## The run",
+        "",
+        f"`make repro-mlp` (tune, refit and evaluate of the three experiments) took "
+        f"{minutes:.0f} min on {run['machine']}, on {run['date']}"
+        + (f" ({run['note']})" if run.get("note") else "")
+        + ".",
+        "",
+    ]
+
+
+def machine() -> str:
+    """``<n> CPU cores (<model>)`` of this machine."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} CPU cores" + (f" ({model})" if model else "")
+
+
+def render_readme(
+    found: list[dict[str, Any]],
+    comps: Mapping[str, Comparison],
+    run: Mapping[str, Any] | None = None,
+) -> str:
     verdict = {True: "holds", False: "does NOT hold", None: "not run"}
     lines = [
         "# The paper's label-ranking and multilabel tables with a neural network",
@@ -242,30 +279,40 @@ def render_readme(found: list[dict[str, Any]], comps: Mapping[str, Comparison]) 
         )
     lines += ["", "Evidence:", ""]
     lines += [f"- {f['table']}: {f['evidence']}" for f in found]
-    lines += ["", "## Tables", ""]
+    lines += ["", *render_run(run)]
+    lines += ["## Tables", ""]
     for comp in comps.values():
         lines.append(to_markdown(comp))
     return "\n".join(lines) + "\n"
 
 
-def build(root: Path, out: Path) -> tuple[list[Path], list[dict[str, Any]]]:
-    """Write the report into ``out``; return the files and the findings."""
+def build(
+    root: Path, out: Path, run: Mapping[str, Any] | None = None
+) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Write the report into ``out``; return the files and the findings. ``run``: how the
+    list was run (``run_time_s``, ``machine``, ``date``, ``note``); None keeps the record of
+    the report already in ``out`` (``run.json``), if any."""
     specs = paper_tables()
     results = Results(root)
     comps = {key: compare(root, key, specs[key], results) for key in TABLES}
     found = findings(comps)
-    out.mkdir(parents=True, exist_ok=True)
+    run_file = out / "run.json"
+    if run is None and run_file.is_file():
+        run = json.loads(run_file.read_text(encoding="utf-8"))
     files = []
     for key, comp in comps.items():
         for suffix, text in ((".csv", to_csv(comp)), (".md", to_markdown(comp))):
             path = out / f"{key}{suffix}"
-            path.write_text(text, encoding="utf-8")
+            write_text(path, text)
             files.append(path)
     path = out / "findings.json"
-    path.write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+    write_json(path, found)
     files.append(path)
+    if run is not None:
+        write_json(run_file, dict(run))
+        files.append(run_file)
     readme = out / "README.md"
-    readme.write_text(render_readme(found, comps), encoding="utf-8")
+    write_text(readme, render_readme(found, comps, run))
     files.append(readme)
     return files, found
 
@@ -275,12 +322,28 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m pipeline.report.mlp", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="default: reports/mlp")
+    parser.add_argument(
+        "--run-time-s",
+        type=float,
+        default=None,
+        help="how long the list's stages took (make repro-mlp measures it); recorded with "
+        "this machine and today's date in run.json and the README (default: keep the record)",
+    )
+    parser.add_argument("--note", default="", help="a remark on the run (e.g. the load)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     start = time.perf_counter()
     root = project_root()
     out = args.out or root / "reports" / "mlp"
-    files, found = build(root, out)
+    run = None
+    if args.run_time_s is not None:
+        run = {
+            "run_time_s": round(args.run_time_s, 1),
+            "machine": machine(),
+            "date": datetime.date.today().isoformat(),
+            "note": args.note,
+        }
+    files, found = build(root, out, run)
     for f in found:
         holds = {True: "holds", False: "DOES NOT HOLD", None: "not run"}[f["holds"]]
         log.info("%s: %s (%s)", f["claim"], holds, f["evidence"])

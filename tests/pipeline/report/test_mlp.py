@@ -65,3 +65,19 @@ def test_side_by_side_and_findings(root: Path) -> None:
     assert "does NOT hold" in readme and "not run" in readme
     md = (out / "table1.md").read_text()
     assert "| Iris | " in md and " / 1.00 |" in md
+
+
+def test_the_run_time_is_recorded_and_kept_by_a_rebuild(root: Path) -> None:
+    out = root / "reports/mlp"
+    report.main(["--out", str(out)])
+    assert "Run time not recorded" in (out / "README.md").read_text()
+    assert not (out / "run.json").exists()
+    report.main(["--out", str(out), "--run-time-s", "3725", "--note", "load 4"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["run_time_s"] == 3725.0 and run["note"] == "load 4"
+    assert "CPU cores" in run["machine"]
+    readme = (out / "README.md").read_text()
+    assert f"took 62 min on {run['machine']}, on {run['date']} (load 4)." in readme
+    report.main(["--out", str(out)])  # a rebuild without --run-time-s keeps the record
+    assert json.loads((out / "run.json").read_text()) == run
+    assert "took 62 min" in (out / "README.md").read_text()
