@@ -254,18 +254,20 @@ def build(root: Path, out: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     results = Results(root)
     comps = {key: compare(root, key, specs[key], results) for key in TABLES}
     found = findings(comps)
-    out.mkdir(parents=True, exist_ok=True)
+    from ..fileio import make_dir, write_text  # atomic; a full disk: one DiskError line
+
+    make_dir(out)
     files = []
     for key, comp in comps.items():
         for suffix, text in ((".csv", to_csv(comp)), (".md", to_markdown(comp))):
             path = out / f"{key}{suffix}"
-            path.write_text(text, encoding="utf-8")
+            write_text(path, text)
             files.append(path)
     path = out / "findings.json"
-    path.write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(found, indent=2) + "\n")
     files.append(path)
     readme = out / "README.md"
-    readme.write_text(render_readme(found, comps), encoding="utf-8")
+    write_text(readme, render_readme(found, comps))
     files.append(readme)
     return files, found
 
