@@ -29,7 +29,7 @@ from pipeline import fileio
 from pipeline.config.settings import TrackingSettings
 from pipeline.data import fetch, storage
 from pipeline.data import prepare as preprocess
-from pipeline.errors import DiskError
+from pipeline.errors import DiskError, TrackingError
 from pipeline.runs.tracking import MLflowTracker
 
 from ._run_fixtures import env, one_error_line, parents, prepare_iris, runs
@@ -285,3 +285,35 @@ def test_an_mlflow_artifact_on_a_full_disk_injected(tmp_path: Path, monkeypatch)
     assert str(info.value).startswith(f"no space left on device (writing {tmp_path}/art/")
     assert tracker.client.get_run(run_id).info.status == "FAILED"
     assert not [p for p in (tmp_path / "art").rglob("*") if p.is_file()]
+
+
+def test_a_full_sqlite_store_is_one_line_without_mlflows_traceback(tmp_path: Path, capfd):
+    """The SQLite store cannot grow mid-run (SQLITE_FULL, made with SQLite's own page
+    limit): our one-line TrackingError naming the disk and its free space, and no
+    ``ERROR mlflow.store.db.utils`` record with its SQLAlchemy traceback before it; the
+    run ends FAILED, as before."""
+    from sqlalchemy import event
+
+    tracker = MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+    engine = tracker.client._tracking_client.store.engine
+
+    def cap(connection, record) -> None:  # the file may not grow from now on
+        pages = connection.execute("PRAGMA page_count").fetchone()[0]
+        connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    capfd.readouterr()
+    with pytest.raises(TrackingError) as info:
+        with tracker.parent_run(task="label_ranking", name="full") as run_id:
+            event.listen(engine, "connect", cap)
+            engine.dispose()  # new connections, capped
+            try:
+                tracker.log_batch([({f"m{i}": 1.0 for i in range(500)}, s) for s in range(20)])
+            finally:
+                event.remove(engine, "connect", cap)
+                engine.dispose()
+    text = str(info.value)
+    assert "its disk is full (SQLite: database or disk is full; " in text and " free on " in text
+    out = capfd.readouterr()
+    assert "SQLAlchemy database error" not in out.err + out.out
+    assert "Traceback" not in out.err + out.out
+    assert tracker.client.get_run(run_id).info.status == "FAILED"

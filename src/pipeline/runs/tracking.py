@@ -259,10 +259,45 @@ _CONNECTION_LOST = (
 )
 
 
+#: what SQLite says when its file cannot grow (SQLITE_FULL: the disk is full)
+_STORE_FULL = "database or disk is full"
+
+
+class _QuietStoreFull(logging.Filter):
+    """Drops the ``ERROR mlflow.store.db.utils`` record (and its 40-line SQLAlchemy
+    traceback) that MLflow logs before raising when a SQLite store's disk is full: the
+    exception it raises becomes the one-line :class:`TrackingError` of
+    :func:`store_error`, and the record would only bury it. Kept under the debug switches
+    (:func:`pipeline.errors.debug`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ..errors import debug
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return exc is None or _STORE_FULL not in str(exc) or debug()
+
+
+def quiet_store_full() -> None:
+    """Install :class:`_QuietStoreFull` on MLflow's database-session logger (once)."""
+    logger = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _QuietStoreFull) for f in logger.filters):
+        logger.addFilter(_QuietStoreFull())
+
+
 def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
     """One-line :class:`TrackingError` for a store that failed while ``doing`` something
     (a server that died mid-run, a database error): the URI, the cause, the remedy."""
     text = " ".join(str(exc).split())
+    db = sqlite_path(uri)
+    if db is not None and _STORE_FULL in text:
+        from ..fileio import space_left
+
+        free, mount = space_left(db)
+        return TrackingError(
+            f"tracking store {uri} failed while {doing}: its disk is full (SQLite: {_STORE_FULL}; "
+            f"{free}); free some space on {mount} or use another tracking.uri, then re-run "
+            "(the transaction was rolled back: the store is intact)"
+        )
     if any(s in text for s in _CONNECTION_LOST):
         cause = "the server stopped answering (connection refused or reset)"
         remedy = (
@@ -506,6 +541,7 @@ class MLflowTracker(Tracker):
         from mlflow.tracking import MlflowClient
 
         self._mlflow = mlflow
+        quiet_store_full()
         store_uri = connection_uri(self.uri)
         try:
             init_store(store_uri, settings.probe_timeout)
