@@ -10,7 +10,8 @@ the problem, the place (dataset, file, 1-based row; config key; tracking URI) an
     |   |-- UnknownDatasetError, RegistryError, ChecksumError,
     |   |-- SourceUnavailableError, MissingRawDataError,
     |   `-- DataFormatError, DataSettingError, PreparedDataError, DatasetFailures
-    `-- TrackingError             the MLflow tracking store cannot be used
+    |-- TrackingError             the MLflow tracking store cannot be used
+    `-- DiskError                 a file cannot be written: disk full, read-only, no permission
 
 Every command (``python -m pipeline.train|fetch|preprocess|stage|report``) catches
 :class:`PipelineError` in one place (:func:`report`) and prints it as one line
@@ -55,6 +56,21 @@ DatasetError = DataError
 
 class TrackingError(PipelineError, RuntimeError):
     """The tracking store cannot be used (unreachable, not MLflow, read-only, no driver...)."""
+
+
+class DiskError(PipelineError):
+    """A file the pipeline writes that the disk refuses: no space left (ENOSPC) or quota
+    exceeded (EDQUOT), a read-only file system (EROFS), no permission (EACCES, EPERM).
+
+    Raised by :mod:`pipeline.fileio` (every atomic write and directory the pipeline
+    creates) and by the MLflow artifact writes of
+    :class:`pipeline.runs.tracking.MLflowTracker`; the message names the path, the free
+    space left on its file system (and needed, when known) or the permission, and the
+    remedy (:func:`pipeline.fileio.disk_error`). Nothing is left half-written: the
+    temporary file is removed, the destination untouched. Not an ``OSError``: the code that
+    takes an ``OSError`` for a network failure (the fetch stage's downloads) must not try
+    the next URL on a full disk.
+    """
 
 
 class UnknownDatasetError(DatasetError, ValueError):

@@ -40,6 +40,7 @@ from ..errors import (
     ChecksumError,
     DatasetError,
     DatasetFailures,
+    DiskError,
     MissingRawDataError,
     SourceUnavailableError,
 )
@@ -48,6 +49,7 @@ from ..fileio import (
     atomic_open,
     copy_stream,
     is_stale_temporary,
+    make_dir,
     sha256_file,
     write_text,
 )
@@ -177,7 +179,7 @@ def _copy_verified(
     progress: _Progress,
 ) -> str:
     """Copy ``stream`` to ``dest`` atomically if it matches; return its sha256."""
-    with atomic_open(dest, "wb") as out:
+    with atomic_open(dest, "wb", needed=fspec.bytes) as out:
         sha, size = copy_stream(stream, out, progress.update)
         problem = _mismatch(fspec, sha, size)
         if problem is None and expected is not None and sha != expected:
@@ -299,7 +301,7 @@ def fetch_dataset(
     """Fetch every file of ``spec`` into ``settings.raw_dir / spec.name``."""
     opener = opener or urlopen
     directory = settings.raw_dir / spec.name
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dir(directory)
     for stale in directory.glob(f".*{TMP_SUFFIX}"):
         if is_stale_temporary(stale):  # left by a killed run, not a live job's
             stale.unlink(missing_ok=True)
@@ -310,6 +312,7 @@ def fetch_dataset(
     total = sum(f.bytes or 0 for f in spec.files)
     progress = _Progress(spec.name, total, settings.progress)
     errors: list[tuple[str, DatasetError]] = []
+    failing: BaseException | None = None
     try:
         for fspec in spec.files:
             first_use = expected_sha256(fspec, recorded) is None
@@ -332,12 +335,21 @@ def fetch_dataset(
                     sha,
                     spec.source or "its YAML",
                 )
+    except BaseException as exc:
+        failing = exc
+        raise
     finally:
         progress.close()
-        if recorded:
-            write_checksums(directory, recorded)
-        elif not any(directory.iterdir()):
-            directory.rmdir()  # nothing fetched: leave no empty directory behind
+        try:
+            if recorded:
+                write_checksums(directory, recorded)
+            elif not any(directory.iterdir()):
+                directory.rmdir()  # nothing fetched: leave no empty directory behind
+        except DiskError:
+            if failing is None:
+                raise
+            # the disk refused a data file first: that is the error to report (a re-run
+            # verifies the files against the registry and rewrites the record)
     if errors:
         first = errors[0][1]
         if len(errors) > 1:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..config.settings import DataSettings, data_settings
 from ..errors import DatasetError, DatasetFailures, MissingRawDataError
-from ..fileio import sha256_file
+from ..fileio import make_dir, sha256_file
 from ..plain import to_plain
 from .fetch import read_checksums, verify_raw
 from .protocol import SPLITS, Variant, apply_protocol, split_indices
@@ -149,7 +149,7 @@ def write_variant(
 ) -> dict[str, Any]:
     """Split, standardize and write one variant; return its statistics."""
     splits, scaler = apply_protocol(raw, variant)
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dir(directory)
     (directory / "stats.json").unlink(missing_ok=True)  # incomplete until rewritten
     for name, (X, y, ids) in splits.items():
         save_split(directory / f"{name}.npz", X, y, ids)

@@ -48,8 +48,14 @@ def save_split(path: Path, X: Any, y: np.ndarray, index: np.ndarray) -> None:
         }
     else:
         arrays["X"] = np.asarray(X, dtype=np.float64)
-    with atomic_open(path, "wb") as f:
+    with atomic_open(path, "wb", needed=_npz_bytes(arrays)) as f:
         np.savez(f, **arrays)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> int:
+    """About the size of the uncompressed ``.npz`` of ``arrays`` (the data, plus a header
+    of about 200 bytes per array): the space a full disk is told to make."""
+    return sum(int(a.nbytes) + 200 for a in arrays.values())
 
 
 def load_split(path: Path) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -66,14 +72,14 @@ def load_split(path: Path) -> tuple[Any, np.ndarray, np.ndarray]:
 
 def save_scaler(path: Path, mean: np.ndarray | None, scale: np.ndarray, var: np.ndarray) -> None:
     """Write the scaler's parameters."""
-    with atomic_open(path, "wb") as f:
-        np.savez(
-            f,
-            mean=np.zeros_like(scale) if mean is None else mean,
-            scale=scale,
-            var=var,
-            centered=np.asarray(mean is not None),
-        )
+    arrays = {
+        "mean": np.zeros_like(scale) if mean is None else np.asarray(mean),
+        "scale": np.asarray(scale),
+        "var": np.asarray(var),
+        "centered": np.asarray(mean is not None),
+    }
+    with atomic_open(path, "wb", needed=_npz_bytes(arrays)) as f:
+        np.savez(f, **arrays)
 
 
 def load_scaler(path: Path) -> dict[str, np.ndarray]:

@@ -63,8 +63,9 @@ def build_report(
     False none)."""
     import yaml
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from ..fileio import make_dir
+
+    out_dir = make_dir(Path(out_dir))
     specs = paper_mod.tables(layout)
     results = Results(root)
     built: dict[str, Table] = {}

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fileio import write_json, write_text
+from ..fileio import make_dir, write_json, write_text
 from .paper import Column, TableSpec
 from .paper import tables as paper_tables
 from .results import Results
@@ -296,6 +296,7 @@ def build(
     results = Results(root)
     comps = {key: compare(root, key, specs[key], results) for key in TABLES}
     found = findings(comps)
+    make_dir(out)  # a full or read-only disk: one DiskError line
     run_file = out / "run.json"
     if run is None and run_file.is_file():
         run = json.loads(run_file.read_text(encoding="utf-8"))

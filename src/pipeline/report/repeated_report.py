@@ -342,7 +342,9 @@ def build(
             f"no tracked result of the repeated-split experiments under {root}/data/eval; "
             "run `make repro-repeated` first"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    from ..fileio import make_dir
+
+    make_dir(out)
     splits = write_splits(out / SPLITS_FILE, collected)
     report = build_from_splits(splits, out, repeats, figures=figures)
     report.files.insert(0, splits)
@@ -355,7 +357,7 @@ def build_from_splits(
     """Every table, test and finding of the report from ``splits`` (splits.csv) alone,
     written to ``out`` (``repeats``: the seeds named in the README, default: as many as
     the file has)."""
-    from ..fileio import write_text
+    from ..fileio import make_dir, write_text
     from .paper import tables
 
     specs = tables()
@@ -368,7 +370,7 @@ def build_from_splits(
         repeats = max((len(a.data.splits) for k, a in analyses.items() if k != "table4"),
                       default=0)  # fmt: skip
     found = findings(analyses)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out)
     files: list[Path] = []
     pngs: dict[str, str] = {}
     for key, a in analyses.items():

@@ -225,8 +225,7 @@ def cd_diagram(
         ax.set_title(f"{title}\nNemenyi CD = {cd:.2f} at alpha = {alpha:g}", fontsize=9)
         fig.tight_layout()
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
+        with atomic_path(path) as tmp:  # makes the directory
             fig.savefig(tmp, dpi=110, format="png")
     finally:
         plt.close(fig)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..config.composition import Composition
 from ..config.run import RunConfig
-from ..fileio import atomic_path, write_json
+from ..fileio import atomic_path, make_dir, write_json
 from . import mlflow_view
 from .refit import Refitted
 from .scoring import run_metrics, score
@@ -151,8 +151,7 @@ def run(
         if directory is None and tracker.enabled:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="projloss-")))
         if directory is not None:
-            directory = Path(directory)
-            directory.mkdir(parents=True, exist_ok=True)
+            directory = make_dir(Path(directory))
             pred_path = directory / PREDICTIONS
             arrays = {"index": data.index["test"], "y_true": np.asarray(y)}
             arrays.update({f"y_pred.{s}": predictions[refitted.selection[s]] for s in select_by})

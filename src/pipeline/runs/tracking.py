@@ -37,6 +37,7 @@ otherwise (the pipeline runs offline).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import math
@@ -51,7 +52,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..config.settings import TrackingSettings
-from ..errors import TrackingError
+from ..errors import DiskError, TrackingError
 from ..paths import project_root, resolve
 
 log = logging.getLogger(__name__)
@@ -258,10 +259,45 @@ _CONNECTION_LOST = (
 )
 
 
+#: what SQLite says when its file cannot grow (SQLITE_FULL: the disk is full)
+_STORE_FULL = "database or disk is full"
+
+
+class _QuietStoreFull(logging.Filter):
+    """Drops the ``ERROR mlflow.store.db.utils`` record (and its 40-line SQLAlchemy
+    traceback) that MLflow logs before raising when a SQLite store's disk is full: the
+    exception it raises becomes the one-line :class:`TrackingError` of
+    :func:`store_error`, and the record would only bury it. Kept under the debug switches
+    (:func:`pipeline.errors.debug`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ..errors import debug
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return exc is None or _STORE_FULL not in str(exc) or debug()
+
+
+def quiet_store_full() -> None:
+    """Install :class:`_QuietStoreFull` on MLflow's database-session logger (once)."""
+    logger = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _QuietStoreFull) for f in logger.filters):
+        logger.addFilter(_QuietStoreFull())
+
+
 def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
     """One-line :class:`TrackingError` for a store that failed while ``doing`` something
     (a server that died mid-run, a database error): the URI, the cause, the remedy."""
     text = " ".join(str(exc).split())
+    db = sqlite_path(uri)
+    if db is not None and _STORE_FULL in text:
+        from ..fileio import space_left
+
+        free, mount = space_left(db)
+        return TrackingError(
+            f"tracking store {uri} failed while {doing}: its disk is full (SQLite: {_STORE_FULL}; "
+            f"{free}); free some space on {mount} or use another tracking.uri, then re-run "
+            "(the transaction was rolled back: the store is intact)"
+        )
     if any(s in text for s in _CONNECTION_LOST):
         cause = "the server stopped answering (connection refused or reset)"
         remedy = (
@@ -404,8 +440,11 @@ class RecordingTracker(Tracker):
         worker process) and record a :meth:`Tracker.log_model_files` call with its files."""
         import tempfile
 
+        from ..fileio import writing
+
         with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
-            path = prepare_model(model, Path(tmp) / "model", X_example)
+            with writing(Path(tmp)):  # a full temporary directory: one DiskError line
+                path = prepare_model(model, Path(tmp) / "model", X_example)
             files = {
                 p.relative_to(path).as_posix(): p.read_bytes()
                 for p in sorted(path.rglob("*"))
@@ -502,6 +541,7 @@ class MLflowTracker(Tracker):
         from mlflow.tracking import MlflowClient
 
         self._mlflow = mlflow
+        quiet_store_full()
         store_uri = connection_uri(self.uri)
         try:
             init_store(store_uri, settings.probe_timeout)
@@ -765,9 +805,63 @@ class MLflowTracker(Tracker):
         except TrackingError:
             raise
         except Exception as exc:
+            disk = self._disk_error(exc)
+            if disk is not None:
+                raise disk from None
             if not _is_store_error(exc):
                 raise
             raise store_error(self.uri or "", exc, doing) from None
+
+    def _disk_error(self, exc: BaseException) -> DiskError | None:
+        """A disk fault of an artifact write (MLflow copying a file to the run's local
+        artifact directory, or to a temporary directory before an upload: full, read-only,
+        not writable) as the one-line :class:`DiskError` of
+        :func:`pipeline.fileio.disk_error`, naming the path MLflow wrote (when it says) or
+        the run's artifact directory; None for any other error."""
+        from ..fileio import disk_error
+
+        if not isinstance(exc, OSError) or exc.errno is None:
+            return None
+        if not exc.filename:
+            where = self._artifact_dir()
+        elif exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the directory, not MLflow's temporary
+            where = Path(os.fsdecode(exc.filename)).parent
+        else:
+            where = Path(os.fsdecode(exc.filename))
+        return disk_error(exc, where)
+
+    def _artifact_dir(self) -> Path:
+        """The active run's local artifact directory, else the temporary directory where
+        MLflow writes the files it uploads."""
+        import tempfile
+
+        return self._local_artifact_dir() or Path(tempfile.gettempdir())
+
+    def _local_artifact_dir(self) -> Path | None:
+        """The active run's artifact directory when it is local (a ``file:`` artifact URI
+        or a plain path), else None (a tracking server's, a cloud store's)."""
+        try:
+            uri = self._mlflow.get_artifact_uri()
+        except Exception:  # no active run
+            return None
+        return _local_path(uri)
+
+    @contextlib.contextmanager
+    def _artifact(self, artifact_file: str) -> Iterator[None]:
+        """Remove ``artifact_file`` from the run's local artifact directory when the block
+        that logs it fails after changing it: a half-copied file (an MLflow that copies in
+        place, without a temporary: a full disk leaves part of it). A file the failed
+        write did not touch (MLflow's atomic copy: the earlier version stays) is kept."""
+        root = self._local_artifact_dir()
+        dest = root / artifact_file if root is not None else None
+        before = _file_state(dest)
+        try:
+            yield
+        except BaseException:
+            if dest is not None and _file_state(dest) not in (before, None):
+                with contextlib.suppress(OSError):
+                    dest.unlink()
+            raise
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         clean = {k: float(v) for k, v in metrics.items() if _finite(v)}
@@ -840,8 +934,11 @@ class MLflowTracker(Tracker):
         call's time; the signature predicted the same rows already)."""
         import tempfile
 
+        from ..fileio import writing
+
         with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
-            path = prepare_model(model, Path(tmp) / "model", X_example)
+            with writing(Path(tmp)):  # a full temporary directory: one DiskError line
+                path = prepare_model(model, Path(tmp) / "model", X_example)
             self._log_prepared(path, name, registered_name)
 
     def log_model_files(
@@ -849,12 +946,15 @@ class MLflowTracker(Tracker):
     ) -> None:
         import tempfile
 
+        from ..fileio import writing
+
         with tempfile.TemporaryDirectory(prefix="projloss-model-") as tmp:
             path = Path(tmp) / "model"
-            for rel, data in files.items():
-                target = path / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            with writing(path):  # a full temporary directory: one DiskError line
+                for rel, data in files.items():
+                    target = path / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
             self._log_prepared(path, name, registered_name)
 
     def _log_prepared(self, path: Path, name: str, registered_name: str | None) -> None:
@@ -928,9 +1028,17 @@ class MLflowTracker(Tracker):
         model_id = new_model_id()
         location = model_artifact_location(store, experiment.artifact_location, model_id)
         _model_files(local, path, run_id, model_id, location)
-        get_artifact_repository(location, tracking_uri=self.client.tracking_uri).log_artifacts(
-            local
-        )
+        try:
+            get_artifact_repository(location, tracking_uri=self.client.tracking_uri).log_artifacts(
+                local
+            )
+        except BaseException:  # a full disk: no half-copied model left (no rows point to it)
+            where = _local_path(location)
+            if where is not None:
+                import shutil
+
+                shutil.rmtree(where, ignore_errors=True)
+            raise
         linked = _linked_metrics(metrics, model_id)
         insert_logged_model(
             store, experiment, run_id, name, params, self._model_tags, linked, model_id=model_id
@@ -986,17 +1094,24 @@ class MLflowTracker(Tracker):
                 active.outputs.model_outputs.append(output)
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
-        with self._store(f"logging {artifact_file} to run {self.run_id}"):
+        with (
+            self._store(f"logging {artifact_file} to run {self.run_id}"),
+            self._artifact(artifact_file),
+        ):
             self._mlflow.log_figure(figure, artifact_file)
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        with self._store(f"logging {path.name} to run {self.run_id}"):
+        name = f"{artifact_path}/{path.name}" if artifact_path else path.name
+        with self._store(f"logging {path.name} to run {self.run_id}"), self._artifact(name):
             self._mlflow.log_artifact(str(path), artifact_path)
 
     def log_dict(self, obj: Mapping[str, Any], artifact_file: str) -> None:
         """``mlflow.log_dict``: the same file, a YAML one (``.yaml``, ``.yml``) written by
         libyaml's emitter when PyYAML has it (:func:`dict_text`)."""
-        with self._store(f"logging {artifact_file} to run {self.run_id}"):
+        with (
+            self._store(f"logging {artifact_file} to run {self.run_id}"),
+            self._artifact(artifact_file),
+        ):
             text = dict_text(obj, artifact_file)
             if text is None:
                 self._mlflow.log_dict(dict(obj), artifact_file)
@@ -1050,6 +1165,34 @@ def pid_alive(pid: Any) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _file_state(path: Path | None) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of the file at ``path``, None when there is none."""
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _local_path(uri: str) -> Path | None:
+    """The local path of an artifact URI (``file:`` or a plain absolute path), else None.
+
+    Examples
+    --------
+    >>> _local_path("file:///tmp/ml%20artifacts/1/abc/artifacts")
+    PosixPath('/tmp/ml artifacts/1/abc/artifacts')
+    >>> _local_path("mlflow-artifacts:/1/abc/artifacts") is None
+    True
+    """
+    import urllib.parse
+
+    if uri.startswith("file:"):
+        return Path(urllib.parse.unquote(urllib.parse.urlparse(uri).path))
+    if uri.startswith("/"):
+        return Path(uri)
+    return None
 
 
 def _is_store_error(exc: BaseException) -> bool:
