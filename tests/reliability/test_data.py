@@ -487,7 +487,7 @@ def test_fetch_failure_of_one_dataset_does_not_stop_the_others(tmp_path: Path) -
     gone = write_dataset(tmp_path, "gone", "orreview")
     gone.unlink()
     settings = settings_for(tmp_path)
-    with pytest.raises(Exception, match=r"dataset 'gone'.*no mirror, no network") as info:
+    with pytest.raises(Exception, match=r"not found \(dataset 'gone'.*; fix `path:`") as info:
         fetch.run(cfg_for(settings, datasets="all"), opener=refuse_network)
     assert "\n" not in str(info.value)
     assert (settings.raw_dir / "good" / "u.txt").is_file()
@@ -661,3 +661,20 @@ def test_unknown_dataset_task_in_the_registry(tmp_path: Path) -> None:
 
     with pytest.raises(errors.RegistryError, match=r"task must be one of \['label_ranking'"):
         load_spec(path)
+
+
+# ------------------------------------------------ issue 36, item 10c: a wrong path:
+def test_missing_path_file_names_the_path_and_the_yaml(tmp_path: Path) -> None:
+    """Item 10c: a `path:` that does not exist (no URL, no mirror): the message names the
+    path and the YAML to fix, and does not send the user to the network."""
+    data = write_dataset(tmp_path, "u", "label_ranking")
+    data.unlink()
+    settings = settings_for(tmp_path)
+    with pytest.raises(errors.SourceUnavailableError) as info:
+        fetch.run(cfg_for(settings, datasets="u"), opener=refuse_network)
+    message = str(info.value)
+    yaml_file = tmp_path / "registry" / "u.yaml"
+    assert message.startswith(f"local file {data} not found (dataset 'u', file 'u.txt'")
+    assert f"; fix `path:` in {yaml_file}" in message
+    assert "network" not in message and "\n" not in message
+    assert not (settings.raw_dir / "u").exists()

@@ -18,7 +18,8 @@ reported and recorded in ``data/raw/<dataset>/SHA256SUMS``, and later runs verif
 against that record.  ``SHA256SUMS`` (``sha256sum -c`` format) lists every fetched file.
 
 Errors name the dataset, the file and a remedy: :class:`~pipeline.errors.ChecksumError`,
-:class:`~pipeline.errors.SourceUnavailableError` ("no mirror, no network"),
+:class:`~pipeline.errors.SourceUnavailableError` ("no mirror, no network"; for a ``path:``
+that does not exist and no other source: the path and the YAML to fix),
 :class:`~pipeline.errors.UnknownDatasetError`.
 """
 
@@ -242,6 +243,13 @@ def fetch_file(
                 )
             return "path"
         tried.append(f"local path {local} (not found)")
+        if not fspec.mirror and not fspec.urls:  # nothing else to try: the path is wrong
+            where = spec.source or "its YAML"
+            raise SourceUnavailableError(
+                f"local file {local} not found (dataset {spec.name!r}, file {fspec.name!r}, "
+                f"path: {fspec.path} in {where}); fix `path:` in {where} (a relative path is "
+                f"relative to the project root {project_root()})"
+            )
     mirror_path = None
     if fspec.mirror:
         if settings.mirror is None:
@@ -277,6 +285,8 @@ def fetch_file(
     remedies = [
         f"connect to the network and re-run `python -m pipeline.fetch datasets={spec.name}`"
     ]
+    if fspec.path:
+        remedies.insert(0, f"fix `path:` in {spec.source or 'its YAML'}")
     if fspec.mirror:
         where = mirror_path or f"<mirror>/{fspec.mirror}"
         remedies.append(f"put the file in the mirror at {where} (setting data.mirror)")
