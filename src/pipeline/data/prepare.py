@@ -34,7 +34,7 @@ from ..errors import DatasetError, DatasetFailures, MissingRawDataError
 from ..fileio import sha256_file
 from ..plain import to_plain
 from .fetch import read_checksums, verify_raw
-from .protocol import SPLITS, Variant, apply_protocol, split_indices
+from .protocol import SPLITS, Variant, apply_protocol, small_train_warning, split_indices
 from .readers import FILE_OPTIONS, RawData, load_raw
 from .registry import DatasetSpec, list_specs, select
 from .stats import error_row, missing_row, read_table, summarize, table_row, write_table
@@ -248,7 +248,13 @@ def table_rows(
         options = [False, True] if spec.task == "multilabel" else [False]
         for drop in options:
             variant = Variant.of(spec, settings.replace(drop_empty=drop), split)
-            stats = summarize(spec, raw, variant, split_indices(raw, variant))
+            try:  # a dataset too small for the protocol: its own error, not the table's
+                stats = summarize(spec, raw, variant, split_indices(raw, variant))
+            except (DatasetError, ValueError) as exc:
+                if failures is not None:
+                    failures.setdefault(spec.name, exc)
+                rows.append(error_row(spec))
+                break
             rows.append(table_row(stats))
     return rows
 
@@ -284,6 +290,10 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
             t0, many = time.perf_counter(), len(splits) > 1  # e.g. 30 ordinal splits: 1 line
             for split in splits:
                 done.append(prepare(spec, settings, split, cache, quiet=many))
+                n = ((load_stats(done[-1]) or {}).get("n_samples")) or {}
+                warning = n and small_train_warning(f"dataset {spec.name!r} ({done[-1]})", n)
+                if warning:
+                    log.warning("%s", warning)
             if many:
                 log.info(
                     "preprocess %-24s %d splits ready (%.1f s)",
