@@ -366,10 +366,16 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
     """
     plain = to_plain(cfg) or {}
     settings = data_settings(plain)
-    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs)
+    broken: dict[str, DatasetError] = {}  # broken YAMLs the selection includes
+    skipped: dict[str, DatasetError] = {}  # and those it does not
+    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs, broken, skipped)
+    for exc in skipped.values():
+        log.warning("warning: %s (not selected: skipped)", exc)
     start = time.perf_counter()
     reports = []
-    failures: list[tuple[str, DatasetError]] = []
+    failures: list[tuple[str, DatasetError]] = list(broken.items())
+    for name in broken:
+        log.error("fetch %-16s failed", name)
     for spec in specs:
         try:
             report = fetch_dataset(spec, settings, opener=opener)
@@ -401,7 +407,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
         for _, exc in failures:
             log.error("error: %s", exc)
         raise DatasetFailures(
-            f"{len(failures)} of {len(specs)} dataset(s) failed: "
+            f"{len(failures)} of {len(specs) + len(broken)} dataset(s) failed: "
             f"{', '.join(name for name, _ in failures)} (one line each above); the others "
             "were fetched"
         )

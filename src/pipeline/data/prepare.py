@@ -277,13 +277,19 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     """
     plain = to_plain(cfg) or {}
     settings = data_settings(plain)
-    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs)
+    broken: dict[str, DatasetError] = {}  # broken YAMLs the selection includes
+    skipped: dict[str, DatasetError] = {}  # and those it does not
+    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs, broken, skipped)
+    for exc in skipped.values():
+        log.warning("warning: %s (not selected: skipped)", exc)
     start = time.perf_counter()
     cache = cache or RawCache()
     done = []
     # Settings errors first (e.g. data.ordinal_split out of range): before any work.
     todo = [(spec, splits_to_prepare(spec, settings)) for spec in specs]
-    failed: dict[str, DatasetError] = {}
+    failed: dict[str, DatasetError] = dict(broken)
+    for name in broken:
+        log.error("preprocess %-24s failed", name)
     for spec, splits in todo:
         try:
             verify_raw(spec, settings.raw_dir)
@@ -313,7 +319,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     )
     others: dict[str, DatasetError] = {}
     if plain.get("report", True):
-        all_specs = list_specs(settings.dataset_dirs)
+        all_specs = list_specs(settings.dataset_dirs, broken={})  # broken: reported above
         rows = table_rows(all_specs, settings, cache, others)
         paths = write_table(rows, all_specs, settings.reports_dir)
         log.info("statistics table: %s, %s", *paths)
@@ -323,7 +329,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     if failed:
         report_failures(failed, asked=True)
         raise DatasetFailures(
-            f"{len(failed)} of {len(specs)} dataset(s) failed: {', '.join(failed)} (one line "
-            "each above); the others were prepared"
+            f"{len(failed)} of {len(specs) + len(broken)} dataset(s) failed: "
+            f"{', '.join(failed)} (one line each above); the others were prepared"
         )
     return done
