@@ -300,3 +300,60 @@ def test_broken_yaml_does_not_block_the_dvc_fetch_stage(tmp_path: Path) -> None:
     bad.write_text(bad.read_text().replace("path: /nonexistent/x.txt", "mirror: lr/u.txt"))
     with pytest.raises(RegistryError, match="mbroken"):
         fetch.run(params)
+
+
+def test_broken_yaml_at_the_command_line(tmp_path: Path) -> None:
+    """Items 4 and 8: `pipeline.fetch datasets=<other>` succeeds; `pipeline.train
+    --multirun` over the broken YAML's task is the registry's one line (no Hydra
+    warning, no "interpolation", no "(command line)"), exit status 1."""
+    from ._data_fixtures import run_module
+
+    write_dataset(tmp_path, "good", "label_ranking")
+    bad = _broken_yaml(tmp_path / "registry")
+    data = [
+        f"data.raw_dir={tmp_path / 'raw'}",
+        f"data.prepared_dir={tmp_path / 'prepared'}",
+        f"data.reports_dir={tmp_path / 'reports'}",
+        f"data.dataset_dirs=[{tmp_path / 'registry'},{ROOT / 'conf' / 'dataset'}]",
+        "data.progress=false",
+    ]
+    out = run_module("pipeline.fetch", "datasets=good", *data)
+    assert out.returncode == 0, out.stderr
+    sweep = run_module(
+        "pipeline.train",
+        "--multirun",
+        "tracking.enabled=false",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+        *data,
+    )
+    assert sweep.returncode == 1
+    lines = [ln for ln in sweep.stderr.splitlines() if ln.strip()]
+    assert lines == [
+        f"error: dataset 'broken' in {bad}: unknown key(s) ['partz']; valid: "
+        f"{sorted(registry._TOP_KEYS)}"
+    ], sweep.stderr
+
+
+def test_multirun_over_other_datasets_ignores_a_broken_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 8: a sweep that names its datasets (or whose task the broken YAML is not
+    of) does not read the default sweep's list: the broken YAML stops nothing."""
+    from omegaconf import open_dict
+
+    from pipeline.runs.callbacks import _sweeper_params
+
+    for key in ("PROJLOSS_DEBUG", "HYDRA_FULL_ERROR"):
+        monkeypatch.delenv(key, raising=False)
+    _broken_yaml(tmp_path / "registry")
+    dirs = f"data.dataset_dirs=[{tmp_path / 'registry'},{ROOT / 'conf' / 'dataset'}]"
+    cfg = compose([dirs])
+    with open_dict(cfg.hydra):
+        cfg.hydra.overrides.task = ["dataset=iris,glass", dirs]
+    assert "dataset" not in _sweeper_params(cfg.hydra)
+    cfg = compose(["task=ordinal", "set=reals", dirs])
+    assert "tae" in _sweeper_params(cfg.hydra)["dataset"].split(",")
+    with pytest.raises(SystemExit) as info:  # the label-ranking sweep includes it
+        _sweeper_params(compose([dirs]).hydra)
+    assert info.value.code == 1
+    assert capsys.readouterr().err.startswith("error: dataset 'broken' in ")
