@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import ENTRY_ENV, PipelineError, debug, one_line
+from .errors import ENTRY_ENV, PipelineError, debug, one_line, pipeline_cause
 from .lifecycle import command
 from .paths import conf_dir
 
@@ -146,7 +146,8 @@ def entry(hydra_main: Callable[[], Any]) -> None:
     except (HydraException, OmegaConfBaseException) as exc:
         if getattr(exc, _FROM_STAGE, False):  # a stage's bug, not the command line
             raise
-        print(hydra_error_line(exc), file=sys.stderr, flush=True)
+        cause = pipeline_cause(exc)  # e.g. a broken dataset YAML met by a resolver
+        print(one_line(cause) if cause else hydra_error_line(exc), file=sys.stderr, flush=True)
         sys.exit(1)
     except ValueError as exc:  # Hydra's check of its own flags (a usage error, exit 2)
         if getattr(exc, _FROM_STAGE, False) or not str(exc).startswith(_EXCLUSIVE):

@@ -157,6 +157,20 @@ def debug() -> bool:
     return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes") for k in keys)
 
 
+def pipeline_cause(exc: BaseException) -> PipelineError | None:
+    """The :class:`PipelineError` behind ``exc`` (itself, or its ``__cause__`` /
+    ``__context__`` chain), else None: e.g. a registry error raised by an OmegaConf
+    resolver, which OmegaConf wraps in its ``InterpolationResolutionError``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, PipelineError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def one_line(exc: BaseException) -> str:
     """``error: <message>`` on one line (newlines of the message folded)."""
     text = " ".join(str(exc).split()) or type(exc).__name__

@@ -56,6 +56,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     plain = to_plain(cfg)
     plain.pop("experiments", None)
     run_cfg = RunConfig.from_config(plain)  # before any work: keys, values, composition
+    if _use_registry_name(plain):  # a user's override: its runs carry its own name
+        run_cfg = RunConfig.from_config(plain)
     comp = run_cfg.composition
     settings = run_cfg.tracking
     if group and not settings.group:
@@ -77,6 +79,25 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     link = tracker.run_link(comp.task, run_id)  # run <id> [<url of the run's page>]
     log.info("%s", summary_line(comp, result, seconds) + (f" | {link}" if link else ""))
     return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
+
+
+def _use_registry_name(plain: dict[str, Any]) -> bool:
+    """Give ``plain["dataset"]`` the name of the dataset :func:`load_prepared` will load
+    when it differs from the composed one: ``dataset=iris`` with a user's ``iris.yaml``
+    that says ``override: true`` (:mod:`pipeline.data.registry`) loads ``user-iris``, and
+    its MLflow run, tags and params must say so, not the project's ``iris``. The node
+    becomes the user's YAML. True when it changed."""
+    from .config.settings import data_settings
+    from .data.registry import get_spec, load_mapping
+
+    node = plain.get("dataset")
+    if not isinstance(node, dict) or not isinstance(node.get("name"), str):
+        return False
+    spec = get_spec(node["name"], data_settings(plain).dataset_dirs)
+    if spec.name == node["name"] or spec.source is None:
+        return False
+    plain["dataset"] = {**load_mapping(spec.source), "name": spec.name}
+    return True
 
 
 def _sweep_group() -> str | None:

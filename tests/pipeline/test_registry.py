@@ -133,11 +133,18 @@ def test_name_must_match_file(tmp_path: Path) -> None:
 
 
 def test_first_directory_wins(tmp_path: Path, paper_dirs: list[Path]) -> None:
-    entry = _with(name="iris")
-    (tmp_path / "iris.yaml").write_text(yaml.safe_dump(entry))
-    assert get_spec("iris", [tmp_path, *paper_dirs]).format == "libsvm"
-    specs = list_specs([tmp_path, *paper_dirs])
-    assert specs["iris"].format == "libsvm" and len(specs) == 30
+    """Between two directories of the user's, the first one's file wins; a user's file
+    named like a project dataset needs `override: true` and is then named user-<name>
+    (issue 36, item 3: tests/reliability/test_data_registry.py)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    (first / "mine.yaml").write_text(yaml.safe_dump(_with(name="mine")))
+    (second / "mine.yaml").write_text(yaml.safe_dump(_with(name="mine", format="mulan_arff")))
+    assert get_spec("mine", [first, second, *paper_dirs]).format == "libsvm"
+    (first / "iris.yaml").write_text(yaml.safe_dump(_with(name="iris", override=True)))
+    assert get_spec("iris", [first, *paper_dirs]).name == "user-iris"
+    specs = list_specs([first, second, *paper_dirs])
+    assert specs["user-iris"].format == "libsvm" and "iris" not in specs and len(specs) == 31
 
 
 @pytest.mark.parametrize("name", ["birds", "ERA", "iris", "tmc2007"])

@@ -448,6 +448,7 @@ def test_broken_dataset_not_asked_for_does_not_fail_the_run(
         done = preprocess.run(cfg_for(settings, datasets="good"))
     assert [p.name for p in done] == ["good"]
     warnings = [r.message for r in caplog.records if r.message.startswith("warning: ")]
+    warnings = [w for w in warnings if "the train split has only" not in w]  # 12 rows: 6
     assert len(warnings) == 1 and "empty file (dataset 'bad'" in warnings[0]
 
 
@@ -487,7 +488,7 @@ def test_fetch_failure_of_one_dataset_does_not_stop_the_others(tmp_path: Path) -
     gone = write_dataset(tmp_path, "gone", "orreview")
     gone.unlink()
     settings = settings_for(tmp_path)
-    with pytest.raises(Exception, match=r"dataset 'gone'.*no mirror, no network") as info:
+    with pytest.raises(Exception, match=r"not found \(dataset 'gone'.*; fix `path:`") as info:
         fetch.run(cfg_for(settings, datasets="all"), opener=refuse_network)
     assert "\n" not in str(info.value)
     assert (settings.raw_dir / "good" / "u.txt").is_file()
@@ -661,3 +662,103 @@ def test_unknown_dataset_task_in_the_registry(tmp_path: Path) -> None:
 
     with pytest.raises(errors.RegistryError, match=r"task must be one of \['label_ranking'"):
         load_spec(path)
+
+
+# ------------------------------------------ issue 36, items 5 and 10c: size and path
+def lr_rows(n: int) -> str:
+    """A valid label-ranking file of ``n`` rows."""
+    return HEADER + "\n" + "\n".join(LR_ROWS[:n]) + "\n"
+
+
+def test_one_row_dataset_is_one_line(tmp_path: Path) -> None:
+    """Item 5: a one-row dataset is refused before scikit-learn's ValueError traceback:
+    one line with the dataset, its row count, the minimum and the remedy; nothing written."""
+    write_dataset(tmp_path, "u", "label_ranking", lr_rows(1))
+    settings = settings_for(tmp_path)
+    cfg = cfg_for(settings, datasets="u")
+    fetch.run(cfg, opener=refuse_network)
+    for build in (lambda: preprocess.run(cfg), lambda: load_prepared("u", settings.as_dict())):
+        with pytest.raises(errors.DataFormatError) as info:
+            build()
+        message = str(info.value)
+        assert message == (
+            "too few rows for the protocol: 1 row(s), at least 3 needed (one each for train, "
+            "validation and test with data.test_size=0.2, data.val_size=0.25) (dataset 'u'); "
+            "add rows to its file(s), or use another dataset"
+        )
+    assert not (settings.prepared_dir / "u").exists()
+
+
+def test_one_row_train_part_of_a_shipped_split(tmp_path: Path) -> None:
+    """Item 5: a dataset with its own split and a one-row train part: the same one line."""
+    import yaml
+
+    data = write_dataset(tmp_path, "u", "label_ranking", lr_rows(1))
+    (data.parent / "test.txt").write_text(lr_rows(3))
+    yaml_file = tmp_path / "registry" / "u.yaml"
+    entry = yaml.safe_load(yaml_file.read_text())
+    entry["parts"] = {"train": data.name, "test": "test.txt"}
+    entry["files"].append({"name": "test.txt", "path": str(data.parent / "test.txt")})
+    yaml_file.write_text(yaml.safe_dump(entry))
+    with pytest.raises(errors.DataFormatError, match=r"1 row\(s\) in the train part \(at least 2"):
+        load_prepared("u", settings_for(tmp_path).as_dict(), opener=refuse_network)
+
+
+def test_one_row_dataset_at_the_command_line(tmp_path: Path) -> None:
+    """Item 5: `pipeline.preprocess` on it: one line, exit status 1, no traceback."""
+    from ._data_fixtures import run_module
+
+    write_dataset(tmp_path, "u", "label_ranking", lr_rows(1))
+    overrides = [
+        "datasets=u",
+        f"data.raw_dir={tmp_path / 'raw'}",
+        f"data.prepared_dir={tmp_path / 'prepared'}",
+        f"data.reports_dir={tmp_path / 'reports'}",
+        f"data.dataset_dirs=[{tmp_path / 'registry'}]",
+        "data.progress=false",
+    ]
+    fetch.run(cfg_for(settings_for(tmp_path), datasets="u"), opener=refuse_network)
+    out = run_module("pipeline.preprocess", *overrides)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    errors_ = [ln for ln in (out.stdout + out.stderr).splitlines() if "error: " in ln]
+    assert len(errors_) == 1 and "too few rows for the protocol: 1 row(s)" in errors_[0]
+
+
+def test_tiny_train_split_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Item 5: three rows train on one: one warning line from preprocess and from
+    load_prepared (what pipeline.train calls); a train split of 10 rows does not warn."""
+    write_dataset(tmp_path, "u", "label_ranking", lr_rows(3))
+    settings = settings_for(tmp_path)
+    cfg = cfg_for(settings, datasets="u", report=False)
+    fetch.run(cfg, opener=refuse_network)
+    for build in (lambda: preprocess.run(cfg), lambda: load_prepared("u", settings.as_dict())):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="pipeline"):
+            build()
+        lines = [r.getMessage() for r in caplog.records if "train split" in r.getMessage()]
+        assert len(lines) == 1 and "\n" not in lines[0]
+        assert lines[0].startswith("warning: dataset 'u' (")
+        assert "has only 1 row(s) (validation 1, test 1), fewer than 10" in lines[0]
+    big = HEADER + "\n" + "\n".join(LR_ROWS * 2) + "\n"  # 24 rows: train 13
+    write_dataset(tmp_path, "u", "label_ranking", big)
+    fetch.run(cfg, opener=refuse_network)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline"):
+        load_prepared("u", settings.as_dict())
+    assert not [r for r in caplog.records if "train split" in r.getMessage()]
+
+
+def test_missing_path_file_names_the_path_and_the_yaml(tmp_path: Path) -> None:
+    """Item 10c: a `path:` that does not exist (no URL, no mirror): the message names the
+    path and the YAML to fix, and does not send the user to the network."""
+    data = write_dataset(tmp_path, "u", "label_ranking")
+    data.unlink()
+    settings = settings_for(tmp_path)
+    with pytest.raises(errors.SourceUnavailableError) as info:
+        fetch.run(cfg_for(settings, datasets="u"), opener=refuse_network)
+    message = str(info.value)
+    yaml_file = tmp_path / "registry" / "u.yaml"
+    assert message.startswith(f"local file {data} not found (dataset 'u', file 'u.txt'")
+    assert f"; fix `path:` in {yaml_file}" in message
+    assert "network" not in message and "\n" not in message
+    assert not (settings.raw_dir / "u").exists()

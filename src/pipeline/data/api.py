@@ -28,7 +28,7 @@ from ..config.settings import data_settings
 from ..errors import PreparedDataError
 from .fetch import Opener, fetch_dataset
 from .prepare import prepare, raw_checksums, staleness
-from .protocol import SPLITS, Variant
+from .protocol import SPLITS, Variant, small_train_warning
 from .registry import DatasetSpec, get_spec
 from .storage import load_split, load_stats
 
@@ -127,6 +127,11 @@ def load_prepared(
         prepare(spec, settings.replace(force=True), variant.split)
         loaded = {s: load_split(directory / f"{s}.npz") for s in SPLITS}
     stats = load_stats(directory) or {}
+    warning = small_train_warning(
+        f"dataset {spec.name!r} ({directory})", {s: len(loaded[s][1]) for s in SPLITS}
+    )
+    if warning:
+        log.warning("%s", warning)
     return PreparedData(
         name=spec.name,
         task=spec.task,

@@ -18,7 +18,8 @@ reported and recorded in ``data/raw/<dataset>/SHA256SUMS``, and later runs verif
 against that record.  ``SHA256SUMS`` (``sha256sum -c`` format) lists every fetched file.
 
 Errors name the dataset, the file and a remedy: :class:`~pipeline.errors.ChecksumError`,
-:class:`~pipeline.errors.SourceUnavailableError` ("no mirror, no network"),
+:class:`~pipeline.errors.SourceUnavailableError` ("no mirror, no network"; for a ``path:``
+that does not exist and no other source: the path and the YAML to fix),
 :class:`~pipeline.errors.UnknownDatasetError`.
 """
 
@@ -244,6 +245,13 @@ def fetch_file(
                 )
             return "path"
         tried.append(f"local path {local} (not found)")
+        if not fspec.mirror and not fspec.urls:  # nothing else to try: the path is wrong
+            where = spec.source or "its YAML"
+            raise SourceUnavailableError(
+                f"local file {local} not found (dataset {spec.name!r}, file {fspec.name!r}, "
+                f"path: {fspec.path} in {where}); fix `path:` in {where} (a relative path is "
+                f"relative to the project root {project_root()})"
+            )
     mirror_path = None
     if fspec.mirror:
         if settings.mirror is None:
@@ -279,6 +287,8 @@ def fetch_file(
     remedies = [
         f"connect to the network and re-run `python -m pipeline.fetch datasets={spec.name}`"
     ]
+    if fspec.path:
+        remedies.insert(0, f"fix `path:` in {spec.source or 'its YAML'}")
     if fspec.mirror:
         where = mirror_path or f"<mirror>/{fspec.mirror}"
         remedies.append(f"put the file in the mirror at {where} (setting data.mirror)")
@@ -368,10 +378,16 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
     """
     plain = to_plain(cfg) or {}
     settings = data_settings(plain)
-    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs)
+    broken: dict[str, DatasetError] = {}  # broken YAMLs the selection includes
+    skipped: dict[str, DatasetError] = {}  # and those it does not
+    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs, broken, skipped)
+    for exc in skipped.values():
+        log.warning("warning: %s (not selected: skipped)", exc)
     start = time.perf_counter()
     reports = []
-    failures: list[tuple[str, DatasetError]] = []
+    failures: list[tuple[str, DatasetError]] = list(broken.items())
+    for name in broken:
+        log.error("fetch %-16s failed", name)
     for spec in specs:
         try:
             report = fetch_dataset(spec, settings, opener=opener)
@@ -403,7 +419,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, opener: Opener | None = None) -
         for _, exc in failures:
             log.error("error: %s", exc)
         raise DatasetFailures(
-            f"{len(failures)} of {len(specs)} dataset(s) failed: "
+            f"{len(failures)} of {len(specs) + len(broken)} dataset(s) failed: "
             f"{', '.join(name for name, _ in failures)} (one line each above); the others "
             "were fetched"
         )

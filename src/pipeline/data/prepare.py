@@ -34,7 +34,7 @@ from ..errors import DatasetError, DatasetFailures, MissingRawDataError
 from ..fileio import make_dir, sha256_file
 from ..plain import to_plain
 from .fetch import read_checksums, verify_raw
-from .protocol import SPLITS, Variant, apply_protocol, split_indices
+from .protocol import SPLITS, Variant, apply_protocol, small_train_warning, split_indices
 from .readers import FILE_OPTIONS, RawData, load_raw
 from .registry import DatasetSpec, list_specs, select
 from .stats import error_row, missing_row, read_table, summarize, table_row, write_table
@@ -248,7 +248,13 @@ def table_rows(
         options = [False, True] if spec.task == "multilabel" else [False]
         for drop in options:
             variant = Variant.of(spec, settings.replace(drop_empty=drop), split)
-            stats = summarize(spec, raw, variant, split_indices(raw, variant))
+            try:  # a dataset too small for the protocol: its own error, not the table's
+                stats = summarize(spec, raw, variant, split_indices(raw, variant))
+            except (DatasetError, ValueError) as exc:
+                if failures is not None:
+                    failures.setdefault(spec.name, exc)
+                rows.append(error_row(spec))
+                break
             rows.append(table_row(stats))
     return rows
 
@@ -271,19 +277,29 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     """
     plain = to_plain(cfg) or {}
     settings = data_settings(plain)
-    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs)
+    broken: dict[str, DatasetError] = {}  # broken YAMLs the selection includes
+    skipped: dict[str, DatasetError] = {}  # and those it does not
+    specs = select(plain.get("datasets", "mirrored"), settings.dataset_dirs, broken, skipped)
+    for exc in skipped.values():
+        log.warning("warning: %s (not selected: skipped)", exc)
     start = time.perf_counter()
     cache = cache or RawCache()
     done = []
     # Settings errors first (e.g. data.ordinal_split out of range): before any work.
     todo = [(spec, splits_to_prepare(spec, settings)) for spec in specs]
-    failed: dict[str, DatasetError] = {}
+    failed: dict[str, DatasetError] = dict(broken)
+    for name in broken:
+        log.error("preprocess %-24s failed", name)
     for spec, splits in todo:
         try:
             verify_raw(spec, settings.raw_dir)
             t0, many = time.perf_counter(), len(splits) > 1  # e.g. 30 ordinal splits: 1 line
             for split in splits:
                 done.append(prepare(spec, settings, split, cache, quiet=many))
+                n = ((load_stats(done[-1]) or {}).get("n_samples")) or {}
+                warning = n and small_train_warning(f"dataset {spec.name!r} ({done[-1]})", n)
+                if warning:
+                    log.warning("%s", warning)
             if many:
                 log.info(
                     "preprocess %-24s %d splits ready (%.1f s)",
@@ -303,7 +319,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     )
     others: dict[str, DatasetError] = {}
     if plain.get("report", True):
-        all_specs = list_specs(settings.dataset_dirs)
+        all_specs = list_specs(settings.dataset_dirs, broken={})  # broken: reported above
         rows = table_rows(all_specs, settings, cache, others)
         paths = write_table(rows, all_specs, settings.reports_dir)
         log.info("statistics table: %s, %s", *paths)
@@ -313,7 +329,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, cache: RawCache | None = None) 
     if failed:
         report_failures(failed, asked=True)
         raise DatasetFailures(
-            f"{len(failed)} of {len(specs)} dataset(s) failed: {', '.join(failed)} (one line "
-            "each above); the others were prepared"
+            f"{len(failed)} of {len(specs) + len(broken)} dataset(s) failed: "
+            f"{', '.join(failed)} (one line each above); the others were prepared"
         )
     return done

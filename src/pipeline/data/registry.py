@@ -23,11 +23,27 @@ read directly here to list, select and validate datasets.  A dataset YAML holds:
 
 A file is taken from ``path``, else from the mirror, else from its URLs (see
 :mod:`pipeline.data.fetch`).  A dataset is *mirrored* when every file has a ``mirror``.
+
+**A user's dataset named like one of the project's** (``mydir/iris.yaml`` with
+``data.dataset_dirs=[mydir,conf/dataset]``) would write the project's ``data/raw/iris``
+(documented as byte-identical to upstream) and ``data/prepared/iris``: it is refused
+(:class:`~pipeline.errors.RegistryError`, naming both files) unless its YAML says
+``override: true``.  Then it takes the project dataset's place in the selections (the
+first registry directory wins) under the name ``user-<name>`` (:data:`USER_PREFIX`): its
+outputs are ``data/raw/user-iris`` and ``data/prepared/user-iris``, its MLflow runs are
+named ``user-iris``, and a warning names both files.  A copy of the project's YAML (the
+same mapping) is the project's dataset, not a user's.
+
+**A broken YAML** (unparsable, unknown key, a refused name) fails only the selections that
+include it (:func:`select` with ``failures``): by its name, ``all``, or a task or
+``mirrored`` when its ``task:`` / ``mirror:`` entries say so; other selections skip it.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +52,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import DataSettingError, RegistryError, UnknownDatasetError
+from ..errors import DatasetError, DataSettingError, RegistryError, UnknownDatasetError
 from ..plain import to_plain
+
+log = logging.getLogger(__name__)
 
 #: task (the engine's, :data:`projloss.tasks.TASKS`) -> the label kinds of the datasets it
 #: runs on (a dataset YAML's ``task``): multiclass runs on the ordinal datasets' classes
@@ -58,6 +76,12 @@ FORMAT_TASK = {
 }
 #: keywords of a dataset selector (besides task names and dataset names)
 KEYWORDS = ("all", "mirrored")
+#: the name prefix of a user's dataset that overrides a project dataset of the same name
+#: (``override: true``): ``user-iris``.  A valid dataset name (letters, digits, ``_.-``),
+#: so it works unquoted in Hydra overrides, as a directory name, in DVC paths and MLflow
+#: run names; unlike ``iris@mydir`` it does not depend on the directory's name (two
+#: ``mydir``s elsewhere, or a moved directory, would change or collide).
+USER_PREFIX = "user-"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -74,6 +98,7 @@ _TOP_KEYS = {
     "description",
     "paper",
     "files",
+    "override",
 }
 #: the per-dataset record of verified checksums in data/raw/<name>/ (sha256sum format)
 CHECKSUMS = "SHA256SUMS"
@@ -109,6 +134,7 @@ class DatasetSpec:
     description: str | None = None
     paper: dict[str, Any] | None = None
     source: Path | None = None
+    override: bool = False
 
     @property
     def mirrored(self) -> bool:
@@ -204,6 +230,9 @@ class DatasetSpec:
         paper = m.get("paper")
         if paper is not None and not isinstance(paper, dict):
             raise fail("'paper' must be a mapping")
+        override = m.get("override", False)
+        if not isinstance(override, bool):
+            raise fail(f"'override' must be true or false, got {override!r}")
         return cls(
             name=name,
             task=task,
@@ -218,6 +247,7 @@ class DatasetSpec:
             description=m.get("description"),
             paper=paper,
             source=source,
+            override=override,
         )
 
 
@@ -279,31 +309,144 @@ def load_mapping(path: Path) -> dict[str, Any]:
 
 
 def load_spec(path: Path) -> DatasetSpec:
-    """Read and validate one dataset YAML file (cached while the file is unchanged)."""
+    """Read and validate one dataset YAML file (cached while the file is unchanged).
+
+    A file outside the project's registry (``conf/dataset/``) named like one of its
+    datasets is refused, or renamed ``user-<name>`` with ``override: true`` (see the
+    module docstring and :func:`_check_clash`).
+    """
     path = Path(path).resolve()
     st = path.stat()
     key = (st.st_mtime_ns, st.st_size)
     if path in _CACHE and _CACHE[path][0] == key:
-        return _CACHE[path][1]
-    spec = DatasetSpec.from_mapping(load_mapping(path), source=path)
-    _CACHE[path] = (key, spec)
-    return spec
+        spec = _CACHE[path][1]
+    else:
+        spec = DatasetSpec.from_mapping(load_mapping(path), source=path)
+        _CACHE[path] = (key, spec)
+    return _check_clash(spec, path)
 
 
-def list_specs(dirs: Sequence[Path]) -> dict[str, DatasetSpec]:
-    """Every dataset defined in ``dirs`` (``*.yaml``), by name; the first directory wins."""
+def project_registry() -> Path | None:
+    """The project's own registry directory (``<root>/conf/dataset``), resolved; None when
+    the project root cannot be found."""
+    from ..errors import PipelineError
+    from ..paths import conf_dir
+
+    try:
+        return (conf_dir() / "dataset").resolve()
+    except PipelineError:
+        return None
+
+
+#: the overriding user files already announced (one warning per file and process)
+_WARNED: set[Path] = set()
+
+
+def _check_clash(spec: DatasetSpec, path: Path) -> DatasetSpec:
+    """``spec`` as the registry uses it: refused when a user's file (outside the project's
+    registry) takes the name of a project dataset, renamed ``user-<name>`` (with a warning
+    naming both files) when it says ``override: true``; unchanged otherwise."""
+    project = project_registry()
+    if project is None or path.parent == project:
+        return spec
+    theirs = project / path.name
+    if not theirs.is_file() or load_mapping(theirs) == load_mapping(path):
+        return spec  # no clash, or a copy of the project's YAML (the same dataset)
+    new = USER_PREFIX + spec.name
+    if not spec.override:
+        raise RegistryError(
+            f"dataset {spec.name!r} of {path} has the name of the project's dataset "
+            f"{theirs}, whose data/raw/{spec.name} and data/prepared/{spec.name} it would "
+            f"overwrite; rename it (its file and name:), or add `override: true` to {path} to "
+            f"use it in that dataset's place under the name {new!r}"
+        )
+    if path not in _WARNED:
+        _WARNED.add(path)
+        log.warning(
+            "warning: dataset %r of %s (override: true) replaces the project's %s under the "
+            "name %r: its files go to data/raw/%s and data/prepared/%s, its MLflow runs are "
+            "named %s",
+            spec.name,
+            path,
+            theirs,
+            new,
+            new,
+            new,
+            new,
+        )
+    return dataclasses.replace(spec, name=new)
+
+
+@dataclass(frozen=True)
+class BrokenFile:
+    """A dataset YAML the registry refuses, with what can still be read of it: the
+    ``task:`` and whether every file has a ``mirror`` (None: unknown), so that only the
+    selections that include it fail (:func:`select`)."""
+
+    name: str
+    path: Path
+    error: RegistryError
+    task: str | None = None
+    mirrored: bool | None = None
+
+    def selected_by(self, item: str) -> bool:
+        """Whether the selector item ``item`` includes this file."""
+        if item == "all" or item == self.name or item == USER_PREFIX + self.name:
+            return True
+        if item == "mirrored":
+            return bool(self.mirrored)
+        return item in TASKS and self.task == item
+
+
+def _broken(path: Path, error: RegistryError) -> BrokenFile:
+    task = mirrored = None
+    try:
+        m = load_mapping(path)
+    except RegistryError:
+        m = None
+    if isinstance(m, dict):
+        task = m.get("task") if isinstance(m.get("task"), str) else None
+        files = m.get("files")
+        if isinstance(files, list):
+            mirrored = bool(files) and all(isinstance(f, dict) and f.get("mirror") for f in files)
+    return BrokenFile(path.stem, path, error, task, mirrored)
+
+
+def list_specs(
+    dirs: Sequence[Path], broken: dict[str, BrokenFile] | None = None
+) -> dict[str, DatasetSpec]:
+    """Every dataset defined in ``dirs`` (``*.yaml``), by name; the first directory wins
+    (a later file of the same file name is not read).
+
+    A file the registry refuses raises its :class:`RegistryError`, or, when ``broken`` is
+    given, is recorded there (by file name without ``.yaml``) and left out.
+    """
     specs: dict[str, DatasetSpec] = {}
+    seen: set[str] = set()
     for d in dirs:
         if not Path(d).is_dir():
             continue
         for path in sorted(Path(d).glob("*.yaml")):
-            if path.stem not in specs:
-                specs[path.stem] = load_spec(path)
+            if path.stem in seen:
+                continue
+            seen.add(path.stem)
+            try:
+                spec = load_spec(path)
+            except RegistryError as exc:
+                if broken is None:
+                    raise
+                broken[path.stem] = _broken(path.resolve(), exc)
+                continue
+            specs.setdefault(spec.name, spec)
     return dict(sorted(specs.items(), key=lambda kv: (TASKS.index(kv[1].task), kv[0].lower())))
 
 
 def get_spec(name: str | Mapping[str, Any] | DatasetSpec, dirs: Sequence[Path]) -> DatasetSpec:
-    """The dataset called ``name`` (or a spec given as a mapping, validated)."""
+    """The dataset called ``name`` (or a spec given as a mapping, validated).
+
+    ``user-<name>`` also finds a user's ``<name>.yaml`` that overrides a project dataset
+    (the name its outputs and runs carry).
+    """
     if isinstance(name, DatasetSpec):
         return name
     if not isinstance(name, str):
@@ -312,19 +455,36 @@ def get_spec(name: str | Mapping[str, Any] | DatasetSpec, dirs: Sequence[Path]) 
         path = Path(d) / f"{name}.yaml"
         if path.is_file():
             return load_spec(path)
-    valid = list(list_specs(dirs))
+    if name.startswith(USER_PREFIX):
+        base = name.removeprefix(USER_PREFIX)
+        for d in dirs:
+            path = Path(d) / f"{base}.yaml"
+            if path.is_file() and path.resolve().parent != project_registry():
+                spec = load_spec(path)
+                if spec.name == name:
+                    return spec
+    valid = list(list_specs(dirs, broken={}))
     raise UnknownDatasetError(
         f"unknown dataset {name!r}; valid names: {', '.join(valid)}. "
         f"To add a dataset, write {Path(dirs[0]) / (name + '.yaml')} (README, 'Datasets')."
     )
 
 
-def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[DatasetSpec]:
+def select(
+    selector: str | Sequence[str] | None,
+    dirs: Sequence[Path],
+    failures: dict[str, DatasetError] | None = None,
+    skipped: dict[str, DatasetError] | None = None,
+) -> list[DatasetSpec]:
     """The datasets a selector names, in registry order, without duplicates.
 
     A selector is a dataset name, ``all``, ``mirrored`` (every dataset with a mirror copy),
     a task name (every dataset of that task), or a list (or comma-separated string) of
     those.  ``None`` means ``mirrored``.
+
+    A broken YAML (:class:`BrokenFile`) the selector includes raises its error, or, when
+    ``failures`` is given, is recorded there (file name -> error) so that the caller goes
+    on with the others; one it does not include is left out (recorded in ``skipped``).
     """
     if selector is None:
         selector = "mirrored"
@@ -332,18 +492,27 @@ def select(selector: str | Sequence[str] | None, dirs: Sequence[Path]) -> list[D
     items = [str(s) for s in items if str(s).strip()]
     if not items:
         raise ValueError("empty dataset selector; give names, 'all', 'mirrored' or a task")
-    specs = list_specs(dirs)
+    broken: dict[str, BrokenFile] = {}
+    specs = list_specs(dirs, broken)
     chosen: dict[str, DatasetSpec] = {}
+    hit: dict[str, DatasetError] = {}
     for item in items:
+        hit.update({n: b.error for n, b in broken.items() if b.selected_by(item)})
         if item == "all":
             chosen.update(specs)
         elif item == "mirrored":
             chosen.update({n: s for n, s in specs.items() if s.mirrored})
         elif item in TASKS and item not in specs:
             chosen.update({n: s for n, s in specs.items() if s.task == item})
-        else:
+        elif not any(b.name == item or USER_PREFIX + b.name == item for b in broken.values()):
             spec = get_spec(item, dirs)
             chosen[spec.name] = spec
+    if hit and failures is None:
+        raise next(iter(hit.values()))
+    if failures is not None:
+        failures.update(hit)
+    if skipped is not None:
+        skipped.update({n: b.error for n, b in broken.items() if n not in hit})
     order = {n: i for i, n in enumerate(specs)}
     return sorted(chosen.values(), key=lambda s: order.get(s.name, len(order)))
 
@@ -364,7 +533,9 @@ def task_datasets(
     the ordinal datasets).  These are what a bare ``--multirun`` sweeps (the resolver
     ``${registry_datasets:${task.name},${data.dataset_dirs},sweep}`` of
     ``conf/config.yaml``) and what the "valid datasets" errors list.  ``form="sweep"``
-    joins them with commas (Hydra's sweep syntax).
+    joins them with commas (Hydra's sweep syntax).  A broken YAML that is (or may be, its
+    ``task:`` unreadable) of this task raises its :class:`RegistryError`; one of another
+    task is left out.
 
     >>> task_datasets("label_ranking")  # doctest: +SKIP
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
@@ -380,9 +551,16 @@ def task_datasets(
     elif isinstance(dirs, str | Path):
         dirs = [dirs]
     root = project_root()
-    specs = list_specs([resolve(str(d), root) for d in dirs])
+    broken: dict[str, BrokenFile] = {}
+    specs = list_specs([resolve(str(d), root) for d in dirs], broken)
+    for b in broken.values():  # a broken YAML of another task does not stop this one
+        if b.task is None or b.task in wanted:
+            raise b.error
+    # the file name: what dataset=<name> selects (a user's override is named user-<name>)
     names = [
-        n for n, s in specs.items() if s.task in wanted and all(f.mirror or f.path for f in s.files)
+        s.source.stem if s.source is not None else n
+        for n, s in specs.items()
+        if s.task in wanted and all(f.mirror or f.path for f in s.files)
     ]
     if form == "sweep":
         return ",".join(names)

@@ -80,12 +80,41 @@ def count_jobs(sweeper_params: Mapping[str, Any] | None, overrides: Sequence[str
     return math.prod(1 if n is None else n for n in lengths.values())
 
 
+def _sweeper_params(hydra_cfg: DictConfig) -> dict[str, Any]:
+    """``hydra.sweeper.params``, resolved; a key the command line also sweeps or sets is
+    dropped first (the command line wins anyway), so that the default dataset sweep (the
+    ``registry_datasets`` resolver, which reads every dataset YAML) is not computed for
+    ``--multirun dataset=iris``. A pipeline error met while resolving (a broken dataset
+    YAML of the task) ends the sweep before its first job: its own one line ``error: ...``,
+    exit status 1, not Hydra's callback warning (which the sweeper would follow with the
+    same error wrapped as an interpolation error)."""
+    from omegaconf import open_dict
+
+    from ..errors import debug, pipeline_cause, report
+
+    node = hydra_cfg.sweeper.get("params")
+    if node is None:
+        return {}
+    given = {o.lstrip("+~").partition("=")[0] for o in hydra_cfg.overrides.task}
+    with open_dict(node):
+        for key in [k for k in node if k in given]:
+            del node[key]
+    try:
+        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    except Exception as exc:
+        cause = pipeline_cause(exc)
+        if cause is None or debug():
+            raise
+        report(cause)
+        sys.exit(1)
+
+
 class SweepProgress(Callback):
     """``[job i/N]`` lines for a sweep, and the tracking store created before the jobs."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         hydra_cfg = config.hydra
-        params = OmegaConf.to_container(hydra_cfg.sweeper.get("params") or {}, resolve=True)
+        params = _sweeper_params(hydra_cfg)
         n = count_jobs(params, list(hydra_cfg.overrides.task))
         os.environ[JOBS_ENV] = "?" if n is None else str(n)
         os.environ[KEYS_ENV] = ",".join(swept_keys(params, list(hydra_cfg.overrides.task)))
