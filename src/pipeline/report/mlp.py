@@ -216,7 +216,8 @@ def to_csv(comp: Comparison) -> str:
                 comp.spec.key, row.label, row.dataset or "", col.id, comp.spec.metric,
                 "" if lin is None else repr(lin), "" if mlp is None else repr(mlp),
                 "" if diff is None else repr(diff),
-                ms.experiment_of(row) if row.dataset else "", ms.run_of(row, col),
+                ms.experiment_of(row) if row.dataset else "",
+                ms.run_of(row, col) if row.dataset else "",  # a row with no offline data
                 comp.run_ids.get((row.label, col.id)) or "",
             ])  # fmt: skip
     return buf.getvalue()
