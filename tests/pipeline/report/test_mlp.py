@@ -81,3 +81,31 @@ def test_the_run_time_is_recorded_and_kept_by_a_rebuild(root: Path) -> None:
     report.main(["--out", str(out)])  # a rebuild without --run-time-s keeps the record
     assert json.loads((out / "run.json").read_text()) == run
     assert "took 62 min" in (out / "README.md").read_text()
+
+
+@pytest.mark.parametrize("key", report.TABLES)
+def test_committed_report_agrees_with_the_paper_report_and_its_findings(key: str) -> None:
+    """The committed ``reports/mlp`` (one run of ``make repro-mlp``): its linear column is the
+    committed paper report's ``ours`` cell for cell (rel 1e-12), its averages and findings are
+    those of its own cells, and the README shows them."""
+    out = ROOT / "reports/mlp"
+    with open(out / f"{key}.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(ROOT / "reports" / f"{key}.csv", encoding="utf-8", newline="") as f:
+        ours = {(r["row"], r["column"]): r["ours"] for r in csv.DictReader(f)}
+    rows = [r for r in rows if r["dataset"]]  # Mediamill: no offline data, empty cells
+    assert rows and all(r["linear"] and r["mlp"] and r["run"] for r in rows)
+    for r in rows:
+        assert float(r["linear"]) == pytest.approx(float(ours[(r["row"], r["column"])]), 1e-12)
+        assert float(r["diff"]) == pytest.approx(float(r["mlp"]) - float(r["linear"]), abs=1e-9)
+    found = {f["table"]: f for f in json.loads((out / "findings.json").read_text())}[key]
+    by_column: dict[str, list[float]] = {}
+    for r in rows:
+        by_column.setdefault(r["column"], []).append(float(r["mlp"]))
+    averages = {c: sum(v) / len(v) for c, v in by_column.items()}
+    for column, value in averages.items():
+        if f"{column} " in found["evidence"] and key != "table7":
+            assert f"{column} " in found["evidence"] and f"/ {value:.2f}" in found["evidence"]
+    readme = (out / "README.md").read_text()
+    assert f"| {key} | {found['claim']} |" in readme
+    assert json.loads((out / "run.json").read_text())["run_time_s"] > 0
