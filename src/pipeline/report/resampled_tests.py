@@ -31,7 +31,7 @@ This module holds the tests that account for it:
   posterior of the next dataset's difference gives the three probabilities
   (:func:`hierarchical`; baycomp's model, computed by quadrature in
   :mod:`pipeline.report.hierarchical`).
-- :func:`holm`: Holm's step-down correction (statsmodels).
+- :func:`holm`: Holm's step-down correction (statsmodels' arithmetic, :func:`holm_adjusted`).
 
 The differences are *control minus other*; ``lower_is_better`` turns them into
 "better" (positive) or "worse".
@@ -154,16 +154,34 @@ def bayes_correlated_ttest(
     return _oriented(left, max(0.0, 1.0 - left - right), right, lower_is_better)
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (:func:`statsmodels.stats.multitest.multipletests`);
-    nan entries stay nan and do not count as hypotheses."""
-    from statsmodels.stats.multitest import multipletests
+def holm_adjusted(p_values: np.ndarray) -> np.ndarray:
+    r"""Holm's step-down adjusted p-values of finite ``p_values``: sorted increasingly,
+    :math:`\tilde p_{(i)} = \min(1, \max_{j \le i} (m - j + 1)\, p_{(j)})`.
 
+    The arithmetic of :func:`statsmodels.stats.multitest.multipletests` (``method="holm"``)
+    to the last bit (a test compares them), without its ``gc.collect()`` on every call: 0.14
+    s each in a process holding a large heap, 114 calls per repeated-splits report.
+
+    >>> holm_adjusted(np.array([0.01, 0.04, 0.03])).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="mergesort")
+    adjusted = np.maximum.accumulate(p[order] * np.arange(p.size, 0, -1))
+    adjusted[adjusted > 1] = 1
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return out
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (:func:`holm_adjusted`); nan entries stay nan
+    and do not count as hypotheses."""
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
+        out[ok] = holm_adjusted(p[ok])
     return [float(x) for x in out]
 
 

@@ -19,7 +19,7 @@ std, reported beside it). Conventions (Demšar §3.2.2):
   range quantile / sqrt(2) (:data:`scipy.stats.studentized_range`);
 - against a control (the paper's proposed composition): Wilcoxon signed-rank
   (:func:`scipy.stats.wilcoxon`) of the control against each other composition,
-  Holm-corrected (:func:`statsmodels.stats.multitest.multipletests`).
+  Holm-corrected (statsmodels' arithmetic, :func:`.resampled_tests.holm_adjusted`).
 
 Examples
 --------
@@ -175,7 +175,8 @@ def wilcoxon_holm(
     """Wilcoxon signed-rank tests of ``control`` against ``others`` (default: every
     other column), Holm-corrected together (Demšar §3.2.2, comparisons with a control)."""
     from scipy.stats import wilcoxon
-    from statsmodels.stats.multitest import multipletests
+
+    from .resampled_tests import holm_adjusted
 
     a = snap_ties(scores)
     others = [j for j in range(a.shape[1]) if j != control] if others is None else list(others)
@@ -187,7 +188,7 @@ def wilcoxon_holm(
         rows.append((j, float(d.mean()), int(np.sum(better > 0)), int(np.sum(better < 0)), p))
     if not rows:
         return []
-    holm = multipletests([r[4] for r in rows], alpha=ALPHA, method="holm")[1]
+    holm = holm_adjusted(np.array([r[4] for r in rows]))
     return [
         Comparison(other=j, mean_difference=m, wins=w, losses=lo, p_value=p, p_holm=float(h))
         for (j, m, w, lo, p), h in zip(rows, holm, strict=True)

@@ -226,3 +226,29 @@ def test_ties_of_a_count_metric_share_a_rank() -> None:
     np.testing.assert_array_equal(ranks, [[1.5, 1.5, 3.0], [2.0, 3.0, 1.0]])
     w = sig.wilcoxon_holm(np.array([[mae_a, mae_b]] * 6), 0, True)[0]
     assert (w.wins, w.losses, w.p_value) == (0, 0, 1.0)
+
+
+def test_fast_holm_is_statsmodels_to_the_last_bit() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    from pipeline.report.resampled_tests import holm, holm_adjusted
+
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 17):
+        p = rng.random(m) ** 3
+        p[: m // 3] = p[m // 2]  # ties
+        assert holm_adjusted(p).tolist() == multipletests(p, method="holm")[1].tolist()
+    out = holm([0.01, float("nan"), 0.04])
+    assert out[0] == 0.02 and np.isnan(out[1]) and out[2] == 0.04
+
+
+def test_in_place_quadrature_kernel_is_scipys_logsumexp() -> None:
+    from scipy.special import logsumexp
+
+    from pipeline.report.hierarchical import _log_kernel, _logsumexp_kernel
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(scale=30.0, size=(7, 5, 3, 24))
+    for df in (3.0, rng.uniform(1.01, 1e4, size=(1, 1, 3, 1))):
+        want = logsumexp(_log_kernel(z, df), axis=-1)
+        np.testing.assert_allclose(_logsumexp_kernel(z.copy(), df), want, rtol=1e-13, atol=1e-13)
