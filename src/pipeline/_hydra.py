@@ -207,7 +207,7 @@ def _run_or_exit(stage: Callable[[Any], Any], cfg: Any) -> None:
         with command():
             stage(cfg)
         return
-    from .runs import sweep_stop
+    from . import sweep_stop
 
     sweep_dir, num, overrides = job
     if not sweep_stop.is_worker():  # the basic launcher: the job runs in the sweep's process
@@ -218,7 +218,7 @@ def _run_or_exit(stage: Callable[[Any], Any], cfg: Any) -> None:
             _sweep_job_body(stage, cfg, sweep_dir, num, overrides)
         return
     # A worker of joblib, submitit or Ray: a signal stops this job, which returns (its
-    # runs KILLED); the sweep's process ends the sweep (pipeline.runs.sweep_stop).
+    # runs KILLED); the sweep's process ends the sweep (pipeline.sweep_stop).
     mark_worker(lambda: sweep_stop.stop_signal(sweep_dir))
     with job_context():
         try:

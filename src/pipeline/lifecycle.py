@@ -20,7 +20,7 @@ python -m pipeline.train ...`` after a Hydra command, ``dvc repro`` after a DVC 
 run elsewhere (joblib's worker processes, submitit's, Ray's), a signal is not raised in
 the launcher (whose abort would kill the workers with SIGKILL and leave their runs
 RUNNING): a handler registered with :func:`defer_signals` gets it, stops the jobs and lets
-the launcher collect them (:mod:`pipeline.runs.sweep_stop`). A process that runs a sweep's
+the launcher collect them (:mod:`pipeline.sweep_stop`). A process that runs a sweep's
 jobs for another process (:func:`mark_worker`) raises the first signal in its job and
 ignores the later ones, and the signals that reach it between two jobs: the sweep's
 process decides.

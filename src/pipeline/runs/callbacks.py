@@ -198,7 +198,7 @@ class SweepProgress(Callback):
                 check_driver(uri)
                 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
                 init_store(connection_uri(uri), settings.probe_timeout)
-        from .sweep_stop import SweepStop
+        from ..sweep_stop import SweepStop
 
         self._stop = SweepStop(Path(str(hydra_cfg.sweep.dir)))
         # SIGINT / SIGTERM from now on stop the jobs, then the sweep

@@ -42,7 +42,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import lifecycle
+from . import lifecycle
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -73,7 +73,7 @@ def stop_signal(sweep_dir: Path) -> int | None:
 
 def record_stopped(sweep_dir: Path, num: int, overrides: str, what: str) -> None:
     """Record that job ``num`` was stopped (``what``: stopped by ..., not started)."""
-    from ..fileio import write_text
+    from .fileio import write_text
 
     with contextlib.suppress(OSError):  # a record is a courtesy: the runs are closed
         write_text(sweep_dir / STOPPED_DIR / f"{num}.txt", f"{overrides}\n{what}\n")
