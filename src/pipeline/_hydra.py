@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ENTRY_ENV, PipelineError, debug, one_line, pipeline_cause
-from .lifecycle import command
+from .lifecycle import (
+    command,
+    interrupted_line,
+    interrupted_status,
+    invoked_command,
+    mark_worker,
+    signal_name,
+)
+from .lifecycle import job as job_context
 from .paths import conf_dir
 
 log = logging.getLogger("pipeline")
@@ -149,6 +157,11 @@ def entry(hydra_main: Callable[[], Any]) -> None:
         cause = pipeline_cause(exc)  # e.g. a broken dataset YAML met by a resolver
         print(one_line(cause) if cause else hydra_error_line(exc), file=sys.stderr, flush=True)
         sys.exit(1)
+    except KeyboardInterrupt as exc:  # a signal outside a job (a second Ctrl-C in a sweep)
+        if getattr(exc, _FROM_STAGE, False):
+            raise
+        print(interrupted_line(invoked_command(), exc), file=sys.stderr, flush=True)
+        sys.exit(interrupted_status(exc))
     except ValueError as exc:  # Hydra's check of its own flags (a usage error, exit 2)
         if getattr(exc, _FROM_STAGE, False) or not str(exc).startswith(_EXCLUSIVE):
             raise
@@ -195,17 +208,48 @@ def _run_or_exit(stage: Callable[[Any], Any], cfg: Any) -> None:
         with command():
             stage(cfg)
         return
+    from . import sweep_stop
+
     sweep_dir, num, overrides = job
-    with command():
+    if not sweep_stop.is_worker():  # the basic launcher: the job runs in the sweep's process
+        if sweep_stop.stop_requested(sweep_dir):
+            sweep_stop.record_stopped(sweep_dir, num, overrides, "not started")
+            return
+        with command():
+            _sweep_job_body(stage, cfg, sweep_dir, num, overrides)
+        return
+    # A worker of joblib, submitit or Ray: a signal stops this job, which returns (its
+    # runs KILLED); the sweep's process ends the sweep (pipeline.sweep_stop).
+    mark_worker(lambda: sweep_stop.stop_signal(sweep_dir))
+    with job_context():
         try:
-            stage(cfg)
-        except Exception as exc:
+            with sweep_stop.registered(sweep_dir):
+                if sweep_stop.stop_requested(sweep_dir):
+                    sweep_stop.record_stopped(sweep_dir, num, overrides, "not started")
+                    return
+                _sweep_job_body(stage, cfg, sweep_dir, num, overrides)
+        except KeyboardInterrupt as exc:
             if debug():
                 raise
-            if isinstance(exc, PipelineError):
-                message = one_line(exc).removeprefix("error: ")
-            else:  # a bug: its traceback, then the sweep goes on
-                log.exception("job %d (%s) failed", num + 1, overrides)
-                message = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-            print(f"error: job {num + 1} ({overrides}): {message}", file=sys.stderr, flush=True)
-            record_failure(sweep_dir, num, overrides, message)
+            what = f"stopped by {signal_name(exc)}"
+            sweep_stop.record_stopped(sweep_dir, num, overrides, what)
+            log.warning("job %d (%s) %s: its MLflow runs are marked KILLED", num + 1,
+                        overrides, what)  # fmt: skip
+
+
+def _sweep_job_body(
+    stage: Callable[[Any], Any], cfg: Any, sweep_dir: Path, num: int, overrides: str
+) -> None:
+    """Run one job of a sweep: an error is reported and recorded, the sweep goes on."""
+    try:
+        stage(cfg)
+    except Exception as exc:
+        if debug():
+            raise
+        if isinstance(exc, PipelineError):
+            message = one_line(exc).removeprefix("error: ")
+        else:  # a bug: its traceback, then the sweep goes on
+            log.exception("job %d (%s) failed", num + 1, overrides)
+            message = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        print(f"error: job {num + 1} ({overrides}): {message}", file=sys.stderr, flush=True)
+        record_failure(sweep_dir, num, overrides, message)

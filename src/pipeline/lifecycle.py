@@ -13,6 +13,18 @@ SIGINT (Ctrl-C) / SIGTERM     the MLflow run and its child runs are marked KILLE
 the parent process died       (``pipeline.stage`` under ``dvc``) the same as SIGTERM
 ============================  ===========================================================
 
+The interruption line names the remedy for the command that was interrupted: ``re-run
+python -m pipeline.train ...`` after a Hydra command, ``dvc repro`` after a DVC stage.
+
+**Sweeps.** In the process of a ``--multirun`` sweep, while its launcher waits for jobs that
+run elsewhere (joblib's worker processes, submitit's, Ray's), a signal is not raised in
+the launcher (whose abort would kill the workers with SIGKILL and leave their runs
+RUNNING): a handler registered with :func:`defer_signals` gets it, stops the jobs and lets
+the launcher collect them (:mod:`pipeline.sweep_stop`). A process that runs a sweep's
+jobs for another process (:func:`mark_worker`) raises the first signal in its job and
+ignores the later ones, and the signals that reach it between two jobs: the sweep's
+process decides.
+
 ``PROJLOSS_DEBUG=1`` (or ``HYDRA_FULL_ERROR=1``) re-raises instead, with the traceback.
 Other exceptions are bugs: their traceback is printed as Python does.
 
@@ -34,7 +46,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from .errors import EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM, PipelineError, debug, report
 
@@ -58,6 +71,19 @@ _OWNER: int | None = None
 _CRITICAL = 0
 #: a signal received inside a critical section, raised when it ends
 _PENDING: int | None = None
+#: commands (jobs) running in this process (see :func:`command`, :func:`job`)
+_ACTIVE = 0
+#: while a sweep's launcher waits: gets a signal that no job of this process takes; True
+#: when it took it (the signal is not raised), see :func:`defer_signals`
+_DEFER: Callable[[int], bool] | None = None
+#: this process runs a sweep's jobs for another process (see :func:`mark_worker`)
+_WORKER = False
+#: the signal that stopped this worker's current job (later ones are ignored)
+_STOPPED: int | None = None
+#: in a worker: the signal that stopped its sweep, if any (see :func:`mark_worker`)
+_SWEEP_SIGNAL: Callable[[], int | None] | None = None
+#: the handlers that :func:`install_signal_handlers` replaced
+_PREVIOUS: dict[int, object] = {}
 
 
 def _interrupt(signum: int) -> KeyboardInterrupt:
@@ -73,9 +99,26 @@ def _on_signal(signum: int, frame: object) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
-    if signum == signal.SIGTERM:
+    global _STOPPED
+    if _WORKER:
+        # A worker of a sweep: the first signal stops its job; the later ones (the same
+        # signal forwarded by the sweep's process, Ctrl-C to the process group, the
+        # launcher's own) and those between two jobs must not interrupt the cleanup or
+        # kill the worker -- the sweep's process decides what happens next.
+        if _STOPPED is not None:
+            return
+        if _ACTIVE == 0:
+            previous = _PREVIOUS.get(signum)
+            if callable(previous) and previous is not signal.default_int_handler:
+                previous(signum, frame)  # the worker's own (Ray's: exit between tasks)
+            return
+        # the sweep's process sends SIGTERM whatever it got: stop for the signal it got
+        signum = _STOPPED = (_SWEEP_SIGNAL() if _SWEEP_SIGNAL else None) or signum
+    elif signum == signal.SIGTERM:
         # Once: a second SIGTERM during the cleanup must not interrupt the cleanup.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _ACTIVE == 0 and _DEFER is not None and _DEFER(signum):
+        return  # a sweep's launcher is waiting for its jobs: they are being stopped
     if _CRITICAL:
         _PENDING = _PENDING or signum
         return
@@ -103,14 +146,54 @@ def install_signal_handlers() -> None:
     """SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt``, in the main
     thread, except inside a :func:`critical` section, in this process only (a forked
     child that receives one before it sets its own handlers dies of it, without a
-    traceback). No-op outside the main thread."""
+    traceback). No-op outside the main thread. SIGINT is left alone when something else
+    handles it (ignored: ``nohup``, a background job), except in a sweep's worker
+    (:func:`mark_worker`: Ray's ignore it), whose SIGINT comes from the sweep's process
+    (or the terminal of both)."""
     global _OWNER
     if _OWNER == os.getpid() or threading.current_thread() is not threading.main_thread():
         return
     _OWNER = os.getpid()  # first: a signal right after the next line is this process's
-    signal.signal(signal.SIGTERM, _on_signal)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_signal)
+    _PREVIOUS[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_signal)
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler or _WORKER:
+        _PREVIOUS[signal.SIGINT] = signal.signal(signal.SIGINT, _on_signal)
+
+
+def signal_handler() -> object:
+    """The handler that :func:`install_signal_handlers` installs (to recognise it)."""
+    return _on_signal
+
+
+def mark_worker(sweep_signal: Callable[[], int | None] | None = None) -> None:
+    """This process runs jobs of a sweep for another process (a joblib, submitit or Ray
+    worker): see the module docstring. ``sweep_signal`` tells the signal that stopped the
+    sweep (the one the job stops for: the sweep's process passes SIGTERM on)."""
+    global _WORKER, _SWEEP_SIGNAL
+    _WORKER = True
+    _SWEEP_SIGNAL = sweep_signal
+
+
+def defer_signals(handler: Callable[[int], bool] | None) -> None:
+    """While a sweep's launcher waits for its jobs, give ``handler`` the signals that no
+    job of this process takes (it returns False to have the signal raised as usual: a
+    second Ctrl-C); None ends it."""
+    global _DEFER
+    _DEFER = handler
+
+
+@contextlib.contextmanager
+def job() -> Iterator[None]:
+    """A job (a command's body) runs in this process: SIGINT / SIGTERM raise in it."""
+    global _ACTIVE, _STOPPED
+    install_signal_handlers()
+    _ACTIVE += 1
+    try:
+        yield
+    finally:
+        _ACTIVE -= 1
+        if _ACTIVE == 0:
+            _STOPPED = None
 
 
 def die_with_parent() -> None:
@@ -140,12 +223,45 @@ def interrupted_status(exc: KeyboardInterrupt) -> int:
     return EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT
 
 
+def signal_name(exc: KeyboardInterrupt) -> str:
+    """``SIGTERM`` or ``SIGINT (Ctrl-C)``: the signal an interruption stands for."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+
+
+def invoked_command() -> str:
+    """The command this process runs, as typed: ``python -m pipeline.train`` (``-m``), else
+    the program's name (a console script such as ``projloss-train``)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", None)
+    if name:
+        return f"python -m {name.removesuffix('.__main__')}"
+    return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "the command"
+
+
+def rerun_remedy(what: str) -> str:
+    """How to resume a command that a signal stopped."""
+    return f"re-run {what} ... (the same command line)"
+
+
+def interrupted_line(what: str, exc: KeyboardInterrupt, remedy: str | None = None) -> str:
+    """The one line of a command that a signal stopped."""
+    return (
+        f"error: {what} was interrupted by {signal_name(exc)}; the MLflow runs it started "
+        f"are marked KILLED: {remedy or rerun_remedy(what)}"
+    )
+
+
 @contextlib.contextmanager
-def command(what: str = "the command") -> Iterator[None]:
-    """Run a command's body: errors and signals become one line and an exit status."""
-    install_signal_handlers()
+def command(what: str | None = None, remedy: str | None = None) -> Iterator[None]:
+    """Run a command's body: errors and signals become one line and an exit status.
+
+    ``what`` names the command (default: :func:`invoked_command`, e.g. ``python -m
+    pipeline.train``); ``remedy`` says how to resume it after a signal (default: re-run
+    ``what``; ``dvc repro`` for a DVC stage)."""
+    what = what or invoked_command()
     try:
-        yield
+        with job():
+            yield
     except PipelineError as exc:
         if debug():
             raise
@@ -154,13 +270,7 @@ def command(what: str = "the command") -> Iterator[None]:
     except KeyboardInterrupt as exc:
         if debug():
             raise
-        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
-        report(
-            RuntimeError(
-                f"{what} was interrupted by {name}; the MLflow runs it started are marked "
-                "KILLED: re-run it (dvc repro resumes the DVC pipeline)"
-            )
-        )
+        print(interrupted_line(what, exc, remedy), file=sys.stderr, flush=True)
         sys.exit(interrupted_status(exc))
 
 

@@ -536,7 +536,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         keep_freed_memory()  # this process and its forked workers
         register_exit_handler()  # before the stage's imports: the last exit handler to run
     name = f"stage {args.stage}" + (f"@{args.experiment}" if args.experiment else "")
-    with command(name), threadpool_limits(limits=1, user_api="blas"):
+    resume = "dvc repro resumes the DVC pipeline"
+    with command(name, resume), threadpool_limits(limits=1, user_api="blas"):
         _run_stage(args)
     from . import preload
 

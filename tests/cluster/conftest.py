@@ -13,6 +13,7 @@ a launcher plugin) skips with the reason.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -85,6 +86,8 @@ def start_sweep(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # SIGINT as in a terminal (a background shell's child inherits it ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -176,3 +176,65 @@ def test_services_are_stopped_by_pid(tmp_path):
         return [stat for _, stat in group if not stat.startswith("Z")]
 
     wait_for(lambda: not alive(), 10, "every process of the group to die")
+
+
+def _stop_mid_sweep(url: str, sweep: Path, proc: Any, sig: int, group: bool) -> tuple[int, str]:
+    """Send ``sig`` to the sweep (its process group: Ctrl-C in a terminal) once a job has
+    logged a child run; its exit status and output."""
+    try:
+        wait_for(lambda: sweep_runs(url, str(sweep))[1], 180, "a child run")
+        (os.killpg if group else os.kill)(proc.pid, sig)
+    finally:
+        code, out = finish(proc, timeout=180)
+    return code, out
+
+
+def _assert_stopped(url: str, sweep: Path, code: int, out: str, sig: int) -> None:
+    """One line, 128 + the signal, every run of the sweep KILLED with the signal's tag."""
+    from pipeline.runs.tracking import CLOSED_TAG
+
+    name = signal.Signals(sig).name
+    assert code == 128 + sig, out[-3000:]
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert "Traceback" not in out and len(errors) == 1, out[-3000:]
+    assert f"(a sweep) was interrupted by {name}" in errors[0], errors
+    parents, children = sweep_runs(url, str(sweep))
+    assert parents and {p.info.status for p in parents} == {"KILLED"}, out[-3000:]
+    assert all(
+        p.data.tags[CLOSED_TAG] == f"signal {name}"
+        or p.data.tags[CLOSED_TAG].startswith(f"signal {name} ")
+        for p in parents
+    )
+    assert not [r for r in children if r.info.status == "RUNNING"]
+
+
+def test_sigterm_stops_a_ray_sweep(ray_cluster, tracking_server, iris_data, tmp_path):
+    """Issue 36, item 1: SIGTERM to a Ray sweep ended it at once (Ray's handler: exit
+    status 1, or its crash handler: 134) and left its tasks running. Now the tasks stop,
+    their runs KILLED, and the sweep exits 143 with one line; no busy worker is left."""
+    sweep = tmp_path / "sweep"
+    light = ["tracking.log_models=false", "tracking.figures=false", "lambdas.num=400"]
+    launcher = ["hydra/launcher=ray_cluster", "set=birkhoff,permutahedron", *light]
+    proc = start_sweep(
+        sweep_args(tracking_server.url, sweep, iris_data, launcher),
+        tmp_path,
+        {"RAY_ADDRESS": ray_cluster.address},
+    )
+    code, out = _stop_mid_sweep(tracking_server.url, sweep, proc, signal.SIGTERM, group=False)
+    _assert_stopped(tracking_server.url, sweep, code, out, signal.SIGTERM)
+    wait_for(lambda: not ray_cluster.worker_pids(), 30, "the Ray workers to be idle")
+
+
+def test_ctrl_c_stops_a_submitit_local_sweep(tracking_server, iris_data, tmp_path):
+    """Issue 36, item 1: Ctrl-C to a submitit_local sweep killed submitit's controllers
+    (tracebacks) and the jobs 1 s later. Now one line, exit status 130, runs KILLED."""
+    pytest.importorskip(
+        "hydra_plugins.hydra_submitit_launcher", reason="hydra-submitit-launcher not installed"
+    )
+    sweep = tmp_path / "sweep"
+    light = ["tracking.log_models=false", "tracking.figures=false", "lambdas.num=400"]
+    launcher = ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5",
+                "set=birkhoff,permutahedron", *light]  # fmt: skip
+    proc = start_sweep(sweep_args(tracking_server.url, sweep, iris_data, launcher), tmp_path)
+    code, out = _stop_mid_sweep(tracking_server.url, sweep, proc, signal.SIGINT, group=True)
+    _assert_stopped(tracking_server.url, sweep, code, out, signal.SIGINT)

@@ -5,6 +5,7 @@ SIGTERM / SIGINT mark the MLflow runs KILLED; a stage dies with its parent (``dv
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -88,6 +89,26 @@ def test_command_ends_with_one_line_and_a_status(
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and message in err and err.endswith("\n")
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("what", "remedy", "expected"),
+    [
+        ("python -m pipeline.train", None, "re-run python -m pipeline.train ..."),
+        ("stage tune@smoke-cube", "dvc repro resumes the DVC pipeline", "dvc repro resumes"),
+    ],
+)
+def test_the_interrupted_line_names_the_command_to_rerun(
+    what: str, remedy: str | None, expected: str, capsys, monkeypatch
+) -> None:
+    """Issue 36, item 10d: the line said ``dvc repro`` after a ``python -m pipeline.train``."""
+    for key in errors.DEBUG_ENV:
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(SystemExit), command(what, remedy):
+        raise Terminated()
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {what} was interrupted by SIGTERM") and expected in err
+    assert ("dvc repro" in err) == ("stage" in what)
 
 
 @pytest.mark.parametrize("switch", errors.DEBUG_ENV)
@@ -249,6 +270,33 @@ def test_sweep_with_an_unusable_store_fails_before_any_job(iris, tmp_path: Path)
     assert f"{uri} is unreachable" in line
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["set=cube,nope"], ["Could not find 'set/nope'", "valid options of 'set'", "knapsack"]),
+        (["hydra.launcher=foo"], ["hydra.launcher='foo' is not a launcher", "joblib, ray"]),
+        (["hydra.launcher="], ["hydra.launcher='' is not a launcher", "submitit_local"]),
+        (
+            ["hydra/launcher=joblib", "hydra.launcher.n_jobs=0"],
+            ["hydra.launcher.n_jobs=0 is invalid", "-1 (one per CPU)"],
+        ),
+    ],
+)
+def test_a_bad_sweep_is_refused_before_anything(args: list[str], expected, tmp_path: Path) -> None:
+    """Issue 36, items 7 and 10e: ``hydra.launcher=foo`` named neither the key nor the
+    launchers, ``n_jobs=0`` was joblib's traceback, ``set=cube,nope`` printed ``sweep: 2
+    job(s)`` and created the sweep directory and the store before refusing."""
+    sweep, db = tmp_path / "sweep", tmp_path / "mlflow.db"
+    more = [f"hydra.sweep.dir={sweep}", f"tracking.uri=sqlite:///{db}"]
+    done = train(["--multirun", *args, *more], tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    line = one_error_line(out)
+    assert all(text in line for text in expected), line
+    assert "sweep:" not in out and "Warning" not in out
+    assert list(tmp_path.iterdir()) == []  # no sweep directory, no store
+
+
 # --------------------------------------------------------------------------- signals (5)
 def _children_logged(db: Path) -> int:
     """Child runs in a SQLite store, read with sqlite3 (an MLflow client would create the
@@ -290,6 +338,60 @@ def test_a_signal_mid_tune_marks_the_runs_killed(iris, tmp_path: Path, sig, stat
     assert 1 <= len(children) < 400, out
     assert {r.info.status for r in children} == {"KILLED"}, out
     assert_no_misleading_runs(all_runs)
+
+
+def _group_processes(pgid: int) -> list[str]:
+    """The processes of the process group ``pgid`` still running (zombies aside)."""
+    ps = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True)
+    rows = [line.split(None, 2) for line in ps.stdout.splitlines()]
+    return [r[2] for r in rows if len(r) == 3 and r[0] == str(pgid) and not r[1].startswith("Z")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_a_joblib_sweep(iris, tmp_path: Path, sig, status) -> None:
+    """Issue 36, item 1: SIGTERM to a joblib sweep was a traceback and exit status 1, its
+    workers killed (runs closed as "worker lost"); Ctrl-C (SIGINT to the process group) a
+    ``KeyboardInterrupt`` traceback and a leaked semaphore. Now: one line, 143 / 130, the
+    running jobs' runs KILLED with the signal's tag, the third job not started, no
+    process left."""
+    from pipeline.runs.tracking import CLOSED_TAG
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [
+        "--multirun", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+        "dataset=iris", "set=cube", "lambdas.high=1e3,1e4,1e5",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"tracking.uri={uri}", "progress=false", *FAST, "lambdas.num=400",
+    ]  # fmt: skip
+    proc = spawn_train([*args, *data_overrides(iris)], tmp_path)
+    try:
+        wait_for(lambda: _children_logged(tmp_path / "mlflow.db"), 180, "the first child run")
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)  # Ctrl-C: the terminal signals the whole group
+        else:
+            os.kill(proc.pid, sig)  # a scheduler, `timeout`, `kill`: the sweep's process
+        stdout, stderr = proc.communicate(timeout=120)
+        wait_for(lambda: not _group_processes(proc.pid), 30, "the sweep's workers to end")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = stdout + stderr
+    assert proc.returncode == status, out
+    line = one_error_line(out)
+    assert line.startswith("error: python -m pipeline.train (a sweep) was interrupted by")
+    assert signal.Signals(sig).name in line and "1 job(s) not started" in line, out
+    assert "re-run python -m pipeline.train" in line and "dvc" not in line
+    assert "leaked" not in out and "worker was lost" not in out
+    all_runs = runs(uri)
+    assert parents(all_runs) and {p.info.status for p in parents(all_runs)} == {"KILLED"}, out
+    for p in parents(all_runs):
+        assert p.data.tags[CLOSED_TAG].startswith(f"signal {signal.Signals(sig).name}"), out
+    assert_no_misleading_runs(all_runs)
+    assert not (tmp_path / "sweep" / ".stop").exists()
 
 
 def _stage_project(root: Path, iris) -> Path:

@@ -18,10 +18,12 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from ..runs.tracking import CLOSED_TAG
+
 log = logging.getLogger("pipeline.sweep")
 
-#: the tag a closed orphan run gets (why it was closed)
-CLOSED_TAG = "projloss.closed_by"
+#: the tag a closed orphan run gets (why it was closed): ``runs.tracking.CLOSED_TAG``
+__all__ = ["CLOSED_TAG", "CloseOrphanRuns", "close_orphan_runs"]
 
 
 def close_orphan_runs(uri: str, group: str, prefix: str = "projloss") -> list[str]:

@@ -265,7 +265,5 @@ def from_rows(spec: TableSpec, rows: Sequence[Mapping[str, Any]]) -> TableData:
                 f"{spec.key} ({sorted(col_of)})"
             )
         cell = (r["value"], r["n_test"], r["n_train"], r["lambda"])
-        per.setdefault((labels.index(r["dataset"]), col_of[r["composition"]]), {})[
-            r["seed"]
-        ] = cell
+        per.setdefault((labels.index(r["dataset"]), col_of[r["composition"]]), {})[r["seed"]] = cell
     return _table(spec, table_rows, columns, per)

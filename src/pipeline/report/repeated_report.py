@@ -236,21 +236,70 @@ def tests_csv(a: Analysis) -> str:
         other = a.names[p.other]
         if p.wilcoxon is not None:
             w = p.wilcoxon
-            lines.append(",".join([ctrl, other, "", "wilcoxon_datasets", _num(w.mean_difference),
-                                   "", "", "", _num(w.p_value), _num(w.p_holm), "", "", "", ""]))
+            lines.append(
+                ",".join(
+                    [
+                        ctrl,
+                        other,
+                        "",
+                        "wilcoxon_datasets",
+                        _num(w.mean_difference),
+                        "",
+                        "",
+                        "",
+                        _num(w.p_value),
+                        _num(w.p_holm),
+                        "",
+                        "",
+                        "",
+                        "",
+                    ]
+                )
+            )
         if p.hierarchical is not None:
             h = p.hierarchical
-            lines.append(",".join([ctrl, other, "", "bayes_hierarchical", _num(h.delta0_mean),
-                                   _num(h.delta0_low), _num(h.delta0_high), "", "", "",
-                                   _num(h.posterior.better), _num(h.posterior.rope),
-                                   _num(h.posterior.worse), _num(a.rope)]))
+            lines.append(
+                ",".join(
+                    [
+                        ctrl,
+                        other,
+                        "",
+                        "bayes_hierarchical",
+                        _num(h.delta0_mean),
+                        _num(h.delta0_low),
+                        _num(h.delta0_high),
+                        "",
+                        "",
+                        "",
+                        _num(h.posterior.better),
+                        _num(h.posterior.rope),
+                        _num(h.posterior.worse),
+                        _num(a.rope),
+                    ]
+                )
+            )
         for t in p.per_dataset:
             c, q = t.test, t.posterior
-            lines.append(",".join([ctrl, other, t.dataset, "corrected_t", _num(c.mean),
-                                   _num(c.ci_low), _num(c.ci_high), _num(c.t), _num(c.p_value),
-                                   _num(t.p_holm), _num(q.better) if q else "",
-                                   _num(q.rope) if q else "", _num(q.worse) if q else "",
-                                   _num(a.rope)]))
+            lines.append(
+                ",".join(
+                    [
+                        ctrl,
+                        other,
+                        t.dataset,
+                        "corrected_t",
+                        _num(c.mean),
+                        _num(c.ci_low),
+                        _num(c.ci_high),
+                        _num(c.t),
+                        _num(c.p_value),
+                        _num(t.p_holm),
+                        _num(q.better) if q else "",
+                        _num(q.rope) if q else "",
+                        _num(q.worse) if q else "",
+                        _num(a.rope),
+                    ]
+                )
+            )
     return "\n".join(lines) + "\n"  # fmt: skip
 
 

@@ -109,12 +109,100 @@ def _sweeper_params(hydra_cfg: DictConfig) -> dict[str, Any]:
         sys.exit(1)
 
 
+def _launchers() -> list[str]:
+    """The options of the config group ``hydra/launcher`` (``basic``, ``joblib``, ...)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if not GlobalHydra.instance().is_initialized():
+        return []
+    loader = GlobalHydra.instance().config_loader()
+    return sorted(loader.get_group_options("hydra/launcher"))
+
+
+def check_launcher(hydra_cfg: DictConfig) -> None:
+    """Whether ``hydra.launcher`` is a launcher's config (``hydra.launcher=foo`` replaces it with
+    a string: Hydra would fail with "Input config does not have a `_target_` field"), and
+    the joblib launcher's ``n_jobs`` means something (joblib refuses 0 with a traceback
+    when the jobs start); :class:`pipeline.errors.ConfigError` naming the key, the value
+    and the valid ones."""
+    from ..errors import ConfigError
+
+    launcher = hydra_cfg.get("launcher")
+    if not OmegaConf.is_dict(launcher) or "_target_" not in launcher:
+        value = "" if launcher is None else str(launcher)
+        raise ConfigError(
+            f"hydra.launcher={value!r} is not a launcher (command line); choose one with "
+            f"hydra/launcher=<name>, valid launchers: {', '.join(_launchers())}"
+        )
+    if "joblib" in str(launcher.get("_target_", "")).lower():
+        n_jobs = launcher.get("n_jobs")
+        try:
+            valid = n_jobs is None or (int(str(n_jobs)) != 0 and not isinstance(n_jobs, bool))
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ConfigError(
+                f"hydra.launcher.n_jobs={n_jobs!r} is invalid (command line); valid values: "
+                "a number of parallel jobs >= 1, -1 (one per CPU), -2 (every CPU but one), "
+                "... or null (1)"
+            )
+
+
+def check_jobs(config: DictConfig) -> None:
+    """Compose the jobs of a basic sweep before anything is printed or created (Hydra's
+    sweeper does it after creating the sweep directory, and the store would be created
+    too): every value of every swept key at least once (an unknown option or key raises
+    Hydra's own error, printed as one line by :func:`pipeline._hydra.hydra_error_line`:
+    exit status 1; Hydra would only warn about an exception of a callback)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .._hydra import hydra_error_line
+    from ..errors import debug
+
+    try:
+        _compose_jobs(config)
+    except (HydraException, OmegaConfBaseException) as exc:
+        if debug():
+            raise
+        print(hydra_error_line(exc), file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+def _compose_jobs(config: DictConfig) -> None:
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    sweeper = str(config.hydra.sweeper.get("_target_", ""))
+    if not sweeper.endswith("BasicSweeper") or not GlobalHydra.instance().is_initialized():
+        return
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    loader = GlobalHydra.instance().config_loader()
+    params = config.hydra.sweeper.get("params") or {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += list(config.hydra.overrides.task)
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
+    seen: set[str] = set()
+    for batch in BasicSweeper.split_arguments(parsed, None):
+        for overrides in batch:
+            if set(overrides) <= seen:
+                continue
+            seen.update(overrides)
+            loader.load_sweep_config(master_config=config, sweep_overrides=list(overrides))
+
+
 class SweepProgress(Callback):
     """``[job i/N]`` lines for a sweep, and the tracking store created before the jobs."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from ..lifecycle import command
+
         hydra_cfg = config.hydra
-        params = _sweeper_params(hydra_cfg)
+        with command("the sweep"):  # a bad launcher setting: one line, before anything
+            check_launcher(hydra_cfg)
+        params = _sweeper_params(hydra_cfg)  # a broken dataset YAML: its one line
+        check_jobs(config)  # an unknown option or key: Hydra's error, before anything
         n = count_jobs(params, list(hydra_cfg.overrides.task))
         os.environ[JOBS_ENV] = "?" if n is None else str(n)
         os.environ[KEYS_ENV] = ",".join(swept_keys(params, list(hydra_cfg.overrides.task)))
@@ -123,7 +211,6 @@ class SweepProgress(Callback):
             logging.getLogger(name).setLevel(logging.WARNING)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
-            from ..lifecycle import command
             from .tracking import (
                 TrackingSettings,
                 check_driver,
@@ -140,9 +227,19 @@ class SweepProgress(Callback):
                 check_driver(uri)
                 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
                 init_store(connection_uri(uri), settings.probe_timeout)
+        from ..sweep_stop import SweepStop
+
+        self._stop = SweepStop(Path(str(hydra_cfg.sweep.dir)))
+        # SIGINT / SIGTERM from now on stop the jobs, then the sweep
+        self._stop.start(str(hydra_cfg.launcher.get("_target_", "")))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from .._hydra import FAILED_DIR
+
+        stop = getattr(self, "_stop", None)
+        status = stop.finish() if stop is not None else None
+        if status is not None:  # a signal stopped the sweep: its one line is printed
+            sys.exit(status)
 
         failed_dir = Path(str(config.hydra.sweep.dir)) / FAILED_DIR
         records = sorted(failed_dir.glob("*.txt"), key=lambda p: int(p.stem))

@@ -55,6 +55,10 @@ from ..config.settings import TrackingSettings
 from ..errors import DiskError, TrackingError
 from ..paths import project_root, resolve
 
+#: the tag of a run closed by something else than its own end: ``signal SIGTERM`` (a signal
+#: stopped its process), ``end of sweep: its worker was lost`` (pipeline.cluster.callbacks)
+CLOSED_TAG = "projloss.closed_by"
+
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = "mlflow.db"
@@ -609,8 +613,10 @@ class MLflowTracker(Tracker):
         self.run_id = run.info.run_id
         try:
             yield self.run_id
-        except KeyboardInterrupt:  # SIGINT, or SIGTERM (pipeline.lifecycle.Terminated)
-            self._end("KILLED", kill_children=True, quiet=True)
+        except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (pipeline.lifecycle.Terminated)
+            from ..lifecycle import signal_name
+
+            self._end("KILLED", kill_children=True, quiet=True, why=f"signal {signal_name(exc)}")
             raise
         except TrackingError:  # the store failed: ending the run may fail too
             self._end("FAILED", quiet=True)
@@ -659,15 +665,26 @@ class MLflowTracker(Tracker):
         self._start_time = int(run.info.start_time or 0)
         return run
 
-    def _end(self, status: str, *, kill_children: bool = False, quiet: bool = False) -> None:
-        """End the active parent run with ``status`` (and its children: KILLED)."""
+    def _end(
+        self,
+        status: str,
+        *,
+        kill_children: bool = False,
+        quiet: bool = False,
+        why: str | None = None,
+    ) -> None:
+        """End the active parent run with ``status`` (and its children: KILLED); ``why``:
+        the tag :data:`CLOSED_TAG` of the run and of its children still running (what
+        stopped them: ``signal SIGTERM``)."""
         from ..lifecycle import critical
 
         run_id = self.run_id
         try:
             with critical():
+                if why is not None and run_id is not None:
+                    self.client.set_tag(run_id, CLOSED_TAG, why)
                 if kill_children and run_id is not None:
-                    self._kill_children(run_id)
+                    self._kill_children(run_id, why)
                 self._mlflow.end_run(status)
         except Exception as exc:
             if quiet:
@@ -675,13 +692,15 @@ class MLflowTracker(Tracker):
                 return
             raise store_error(self.uri or "", exc, f"ending the run {run_id} as {status}") from None
 
-    def _kill_children(self, run_id: str) -> None:
+    def _kill_children(self, run_id: str, why: str | None = None) -> None:
         if self._exp_id is None:
             raise RuntimeError(f"the run {run_id} has no experiment: it was never started")
         children = self.client.search_runs(
             [self._exp_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"
         )
         for child in children:
+            if why is not None and child.info.status == "RUNNING":
+                self.client.set_tag(child.info.run_id, CLOSED_TAG, why)
             if child.info.status != "KILLED":
                 self.client.set_terminated(child.info.run_id, "KILLED")
 
