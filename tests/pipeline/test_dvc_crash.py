@@ -106,14 +106,16 @@ class Launch:
 
     def phase(self, at: float) -> str:
         """What ran ``at`` seconds after the start: the stage, or DVC between stages."""
-        phase = "dvc starting"
+        phase, stage = "dvc starting", ""
         for t, line in list(self.lines):
             if t > at:
                 break
             if m := re.match(r"Running stage '([^']+)'", line):
-                phase = m.group(1)
+                phase = stage = m.group(1)
+            elif re.match(r"stage \S+ done in", line):
+                phase = f"dvc recording {stage} (its command done)"
             elif line.startswith(("Updating lock file", "Generating lock file")):
-                phase = f"dvc: lock of {phase.split(' ')[-1]}"
+                phase = f"dvc writing dvc.lock ({stage})"
         return phase
 
     def wait(self) -> int:
@@ -431,6 +433,7 @@ def kill_and_resume(
         "resume_output": resume.output,
         "seconds": time.monotonic() - run.started,
         "killed_output": run.output,
+        "killed_lines": list(run.lines),
     }
 
 
@@ -440,6 +443,13 @@ def check(repo: Path, reference: dict[str, bytes], result: dict) -> list[str]:
     if result["resume_status"] != 0:
         tail = result["resume_output"].splitlines()[-5:]
         problems.append(f"the resume failed ({result['resume_status']}): {' | '.join(tail)}")
+    ran_on = [
+        line
+        for t, line in result["killed_lines"]
+        if t > result["killed_at"] + 0.5 and re.match(r"stage \S+ done in", line)
+    ]
+    if ran_on:  # its dvc dead: a stage that runs alone, beside the resume's
+        problems.append(f"a stage of the killed run went on to its end: {ran_on}")
     if left := processes_of(f"k{result['instant'].index}"):
         problems.append(f"processes of the killed run left: {left}")
     tmp = Path(result["tmp"])
