@@ -50,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -508,12 +509,25 @@ def table(results: list[dict], problems: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short private ``$TMPDIR`` (the preload server's socket is made there: at most 108
+    bytes a path), removed at the end."""
+    path = Path(tempfile.mkdtemp(prefix="crash-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_dvc_repro_resumes_after_sigkill_at_any_instant(tmp_path: Path, mirror: Path) -> None:
+def test_dvc_repro_resumes_after_sigkill_at_any_instant(
+    tmp_path: Path, mirror: Path, short_tmp: Path
+) -> None:
     repo = make_repo(tmp_path / "repo", mirror)
     # unbuffered: DVC's lines are timed as they are written; a private TMPDIR (short: the
     # preload server's socket is made there) shows what a killed run leaves in it
-    tmp = Path(tempfile.mkdtemp(prefix="crash-", dir="/tmp"))
+    tmp = short_tmp
     env = {**dvc_env(repo), "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)}
     dvc = str(Path(sys.executable).parent / "dvc")
     commands = {
@@ -570,9 +584,9 @@ def test_dvc_repro_resumes_after_sigkill_at_any_instant(tmp_path: Path, mirror: 
         )
     )
     # every stage was hit by at least one kill; DVC agrees that everything is up to date
-    assert {r["instant"].stage for r in results} >= set(ran(ref))
+    if INSTANTS >= len(ran(ref)):
+        assert {r["instant"].stage for r in results} >= set(ran(ref))
     status = subprocess.run(
         [dvc, "status"], cwd=repo, env=env, capture_output=True, text=True, timeout=TIMEOUT
     )
     assert "Data and pipelines are up to date" in status.stdout, status.stdout + status.stderr
-    shutil.rmtree(tmp, ignore_errors=True)
