@@ -24,7 +24,14 @@ package, so it works without the ``pipeline`` extra (liac-arff, tqdm, pyyaml, hy
 mlflow, dvc, matplotlib).
 """
 
-from .data.registry import register_resolver as _register_resolver
+import os as _os
+
+#: this process and the parent it started with, noted before any other import (0.7 s of
+#: them in a stage on a busy machine): :func:`pipeline.lifecycle.die_with_parent` counts
+#: a parent that died meanwhile (``dvc`` killed as it started the stage) as dead
+STARTED = (_os.getpid(), _os.getppid())
+
+from .data.registry import register_resolver as _register_resolver  # noqa: E402
 
 # ``${registry_datasets:...}`` of conf/config.yaml (the default sweep): from the registry.
 _register_resolver()

@@ -197,8 +197,16 @@ def job() -> Iterator[None]:
 
 
 def die_with_parent() -> None:
-    """Get SIGTERM when the parent process dies (see the module docstring)."""
-    parent = os.getppid()
+    """Get SIGTERM when the parent process dies (see the module docstring), or at once if
+    the parent this process started with is dead already: a stage calls this after its
+    imports, and ``dvc`` may have been killed meanwhile (the stage, adopted by init, would
+    otherwise run alone to its end). That parent is the one noted when :mod:`pipeline` was
+    first imported in this process (:data:`pipeline.STARTED`); in a forked child (a pool
+    worker, a child of the preload server), its current parent."""
+    from . import STARTED
+
+    pid, first_parent = STARTED
+    parent = first_parent if pid == os.getpid() else os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:

@@ -77,6 +77,7 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
 
     die_with_parent()  # stopped with the command that started it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _remove_socket_on_sigterm(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)  # first: stage processes may connect while the imports run
     listener.listen(16)
@@ -114,6 +115,27 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
             finally:
                 for fd in fds:
                     os.close(fd)
+
+
+def _remove_socket_on_sigterm(path: str) -> None:
+    """On SIGTERM (the command stops the server, or died: ``PR_SET_PDEATHSIG``) remove the
+    socket, its ready file and their private directory (``pipeline-preload-*``, made by
+    :func:`pipeline.preload.running_server`), then die of the signal: a command killed with
+    SIGKILL (``make repro`` killed) cannot remove them itself, and they would pile up in
+    ``$TMPDIR``. The children reset SIGTERM before anything else (:func:`_child`)."""
+
+    def remove(signum: int, _frame: Any) -> None:
+        for name in (path + READY, path):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        directory = os.path.dirname(path)
+        if os.path.basename(directory).startswith("pipeline-preload-"):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, remove)
 
 
 def _preload(modules: Sequence[str]) -> None:

@@ -353,3 +353,30 @@ def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: P
     for run, result in plain.items():
         for metric, value in result["test"].items():
             assert preloaded[f"{key}.json"][run]["test"][metric] == pytest.approx(value, rel=1e-12)
+
+
+def test_a_killed_preload_command_leaves_no_socket_directory(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """``kill -9`` of ``python -m pipeline.preload`` (``make repro`` killed): its server
+    ends (SIGTERM, ``PR_SET_PDEATHSIG``) and removes its socket's private directory, which
+    the killed command can no longer remove."""
+    proc = subprocess.Popen(
+        _preload("sleep", "60"), cwd=tmp_path, env=_env(short_tmp), start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(short_tmp.glob("pipeline-preload-*/socket.ready")):
+            assert time.monotonic() < deadline, "the server did not get ready"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        deadline = time.monotonic() + 30
+        while _servers(short_tmp) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert _servers(short_tmp) == []
+    assert list(short_tmp.iterdir()) == []

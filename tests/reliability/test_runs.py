@@ -457,6 +457,51 @@ def test_a_stage_dies_with_its_dvc_parent(iris, tmp_path: Path) -> None:
     assert not (root / "data" / "tuning" / "smoke-cube.json").exists()  # nothing half-written
 
 
+#: a stage's start, stopped between ``import pipeline`` and ``die_with_parent()``: it
+#: prints its PID, waits for a line on stdin, then asks to die with its parent and sleeps
+LATE_STAGE = (
+    "import os, sys, time; import pipeline; print(os.getpid(), flush=True); "
+    "sys.stdin.readline(); from pipeline.lifecycle import die_with_parent; "
+    "die_with_parent(); time.sleep(60)"
+)
+#: its parent (the stand-in for dvc): starts it on the given pipes, prints nothing, waits
+SPAWNER = (
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=0, stdout=1); time.sleep(60)"
+)
+
+
+def test_a_stage_whose_parent_died_during_its_imports_dies_too(tmp_path: Path) -> None:
+    """Item of issue 36 (found by tests/pipeline/test_dvc_crash.py): ``dvc`` killed while a
+    stage process it has just started imports (0.7 s on a busy machine, before
+    :func:`~pipeline.lifecycle.die_with_parent`): the stage, already adopted by init, asked
+    for SIGTERM on the death of its new parent and ran alone to its end, beside the
+    resumed pipeline's run of the same stage. The parent it started with is the one that
+    counts."""
+    read, write = os.pipe()
+    spawner = subprocess.Popen(
+        [sys.executable, "-c", SPAWNER, LATE_STAGE],
+        stdin=read,
+        stdout=subprocess.PIPE,
+        env=env(),
+        text=True,
+        start_new_session=True,
+    )
+    os.close(read)
+    stage_pid = None
+    try:
+        stage_pid = int(spawner.stdout.readline())  # the stage has imported pipeline
+        os.kill(spawner.pid, signal.SIGKILL)
+        spawner.wait(timeout=30)
+        os.write(write, b"go\n")  # now it calls die_with_parent(), its parent long dead
+        wait_for(lambda: process_gone(stage_pid), 30, "the orphaned stage to exit")
+    finally:
+        os.close(write)
+        if stage_pid is not None and not process_gone(stage_pid):
+            os.kill(stage_pid, signal.SIGKILL)
+        spawner.stdout.close()
+
+
 def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> None:
     """A signal during a write to the store is raised when the write is done (an
     exception inside a database transaction would leave the store unusable)."""
