@@ -26,6 +26,7 @@ PHRASES = {
     ),
     "the fit's products of the\n  features overflow float64": "tests/reliability/test_engine.py",
     "override: true": "tests/reliability/test_data_registry.py",
+    "'./dvc.lock' validation failed": "tests/pipeline/test_dvc_crash.py",
     "user-iris": "tests/reliability/test_data_registry.py",
 }
 
