@@ -105,6 +105,7 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_dvc_repro(repo: Path, mirror: Path) -> None:
     from mlflow.tracking import MlflowClient
 

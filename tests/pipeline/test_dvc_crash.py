@@ -521,6 +521,7 @@ def short_tmp() -> Iterator[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_dvc_repro_resumes_after_sigkill_at_any_instant(
     tmp_path: Path, mirror: Path, short_tmp: Path
 ) -> None:
