@@ -1,5 +1,5 @@
 """Crash consistency of ``dvc repro``, measured (issue 36): SIGKILL at seeded random
-instants spread over a run, each followed by a resume (``make repro``'s command again).
+instants spread over a run, each followed by a resume (``dvc repro`` under a preload server).
 
 A tiny experiment list (one experiment on iris, two compositions: the stages fit them in
 pool workers; two lambdas) runs once uninterrupted with ``make repro``'s command,
@@ -17,7 +17,9 @@ in the reference: DVC is then recording it), with SIGKILL, alternately to the wh
 process group (``dvc``, the stage processes, their pool workers, the preload command; its
 server is in its own session and gets SIGTERM through ``PR_SET_PDEATHSIG``) and to ``dvc``
 alone (its stage gets SIGTERM, :func:`pipeline.lifecycle.die_with_parent`). When every
-process of the killed run is gone, the resume is ``python -m pipeline.preload dvc repro``
+process of the killed run is gone, the resume is ``make repro``'s ``dvc repro`` under a
+preload server, one server started once for all the resumes (:func:`resume_server`: its
+imports, 5-20 s here, paid once, not 20 times; the test then takes about 5 minutes, not 9)
 (run cache emptied again: a first interruption finds none). If DVC refuses because the
 kill cut ``dvc.lock`` (DVC rewrites it in place), the README's command (``rm dvc.lock``)
 is applied and the resume run again; the table says so.
@@ -28,7 +30,8 @@ files without the wall-clock timings (``*seconds``) and MLflow run ids --, the r
 tables and views (``runs.csv`` and its README without run ids and statuses); no temporary
 (``.*.part``, ``.*.tmp``) in any output directory; ``dvc.lock`` complete; no MLflow run
 RUNNING; no process of the killed run or of the resume left (each command's processes
-carry a token in their environment, ``/proc/<pid>/environ``); what the killed run left in
+carry a token in their environment, ``/proc/<pid>/environ``; the resumes' server has no
+child left); the resume's stages ran in that server; what the killed run left in
 ``$TMPDIR`` is noted. At the end ``dvc status`` is clean.
 
 The outcome table (instant, launcher, kill, stage running, what the resume did, outcome,
@@ -38,6 +41,7 @@ temporary directory, with each instant's output (``instant-NN.log``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -359,8 +363,68 @@ def forget(repo: Path, stage: str) -> None:
     (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False), encoding="utf-8")
 
 
+@contextlib.contextmanager
+def resume_server(repo: Path, env: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """One preload server for every resume (its PID and the resumes' environment): a resume
+    is ``make repro``'s ``dvc repro`` under a preload server, without that server's start
+    (its imports: 5-20 s here) paid again at each of the 20 instants. Started as
+    :func:`pipeline.preload.running_server` does, with the runs' environment and
+    directory (the server serves only stage processes of the same Python and settings),
+    in a session of its own (a group kill does not reach it), its socket outside the runs'
+    ``$TMPDIR`` (which the checks empty)."""
+    directory = tempfile.mkdtemp(prefix="crash-preload-", dir="/tmp")
+    path = os.path.join(directory, "socket")
+    with open(os.path.join(directory, "server.log"), "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.preload_server", path],
+            cwd=repo,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(path + ".ready") and proc.poll() is None:
+            assert time.monotonic() < deadline, "the resumes' preload server did not start"
+            time.sleep(0.05)
+        assert proc.poll() is None, Path(directory, "server.log").read_text()
+        yield proc.pid, {**env, "PIPELINE_PRELOAD": path}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def server_children(pid: int) -> list[str]:
+    """The children of the resumes' preload server still alive (pid and command), its
+    kernel compiler aside (started with the server, it ends by itself)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    out = []
+    for kid in kids:
+        try:
+            cmd = Path(f"/proc/{kid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "--compile-kernels" not in cmd:
+            out.append(f"{kid} {cmd.strip()}")
+    return out
+
+
 def kill_and_resume(
-    repo: Path, env: dict[str, str], commands: dict[str, list[str]], instant: Instant
+    repo: Path,
+    env: dict[str, str],
+    commands: dict[str, list[str]],
+    instant: Instant,
+    resumes: tuple[int, dict[str, str]],
 ) -> dict[str, Any]:
     """One instant: the run from its stage killed at its offset, the resume, the checks."""
     base = commands[instant.launcher]
@@ -409,8 +473,10 @@ def kill_and_resume(
     gone_after = time.monotonic() - run.started - killed_at
     damaged = lock_damage(repo)
     shutil.rmtree(repo / ".dvc/cache/runs", ignore_errors=True)
-    base = commands["preload"]  # the resume: make repro's command, whatever was killed
-    resume = launch(repo, env, base, f"r{instant.index}")
+    # the resume: make repro's dvc repro under a preload server, whatever was killed
+    server, resume_env = resumes
+    base = commands["plain"]
+    resume = launch(repo, resume_env, base, f"r{instant.index}")
     resumed = resume.wait()
     refused = ""
     if resumed != 0 and damaged and LOCK_REFUSAL in resume.output:
@@ -418,9 +484,13 @@ def kill_and_resume(
         # leaves it empty or cut, and refuses to run; the README's one command
         refused = f"refused: dvc.lock {damaged}; then `rm dvc.lock` and the resume again ran "
         (repo / "dvc.lock").unlink()
-        resume = launch(repo, env, base, f"r{instant.index}")
+        resume = launch(repo, resume_env, base, f"r{instant.index}")
         resumed = resume.wait()
+    deadline = time.monotonic() + GONE_TIMEOUT  # the server's child of the last stage
+    while server_children(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return {
+        "server_left": server_children(server),
         "tmp": env["TMPDIR"],
         "refused": refused,
         "gone_after": gone_after,
@@ -451,13 +521,15 @@ def check(repo: Path, reference: dict[str, bytes], result: dict) -> list[str]:
     ]
     if ran_on:  # its dvc dead: a stage that runs alone, beside the resume's
         problems.append(f"a stage of the killed run went on to its end: {ran_on}")
+    if "the preload server does not run this stage" in result["resume_output"]:
+        problems.append("the resume's stages did not run in its preload server")
     if left := processes_of(f"k{result['instant'].index}"):
         problems.append(f"processes of the killed run left: {left}")
     tmp = Path(result["tmp"])
     result["tmp_left"] = sorted(p.name for p in tmp.iterdir())
     for path in tmp.iterdir():
         shutil.rmtree(path) if path.is_dir() else path.unlink()
-    for leftover in processes_of(f"r{result['instant'].index}"):
+    for leftover in processes_of(f"r{result['instant'].index}") + result["server_left"]:
         problems.append(f"process of the resume left: {leftover}")
     if temps := temporaries(repo):
         problems.append(f"temporaries: {temps}")
@@ -561,16 +633,17 @@ def test_dvc_repro_resumes_after_sigkill_at_any_instant(
     print("\n".join(log), flush=True)
 
     results, problems = [], []
-    for instant in instants:
-        result = kill_and_resume(repo, env, commands, instant)
-        results.append(result)
-        problems.append(check(repo, reference, result))
-        (tmp_path / f"instant-{instant.index + 1:02d}.log").write_text(
-            f"killed run ({instant}):\n{result['killed_output']}\n\nresume:\n"
-            f"{result['resume_output']}\n",
-            encoding="utf-8",
-        )
-        print(table(results[-1:], problems[-1:]).splitlines()[-1], flush=True)
+    with resume_server(repo, env) as resumes:
+        for instant in instants:
+            result = kill_and_resume(repo, env, commands, instant, resumes)
+            results.append(result)
+            problems.append(check(repo, reference, result))
+            (tmp_path / f"instant-{instant.index + 1:02d}.log").write_text(
+                f"killed run ({instant}):\n{result['killed_output']}\n\nresume:\n"
+                f"{result['resume_output']}\n",
+                encoding="utf-8",
+            )
+            print(table(results[-1:], problems[-1:]).splitlines()[-1], flush=True)
     report = "\n".join([*log, "", table(results, problems), "", f"{run_statuses(repo)}"])
     (tmp_path / "crash-outcomes.md").write_text(report + "\n", encoding="utf-8")
     print(report)
