@@ -73,10 +73,8 @@ def dvc_env(repo: Path, base: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
-@pytest.fixture
-def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
+def copy_project(root: Path) -> None:
+    """Copy the project's files a DVC run needs (:data:`COPY`) into ``root``."""
     for item in COPY:
         src, dst = ROOT / item, root / item
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +82,13 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(src, dst)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    copy_project(root)
     monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)
     overrides = [
         "experiments=smoke",

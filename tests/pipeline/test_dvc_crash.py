@@ -64,8 +64,7 @@ import yaml
 
 from pipeline.params import compose_params
 
-from .conftest import ROOT
-from .test_dvc import COPY, dvc_env
+from .test_dvc import copy_project, dvc_env
 
 #: the number of kill instants (``$PROJLOSS_CRASH_INSTANTS`` to try more or fewer) and the
 #: seed of their draw
@@ -279,13 +278,7 @@ def ran(run: Launch) -> list[str]:
 def make_repo(root: Path, mirror: Path) -> Path:
     """A copy of the project with the crash list in params.yaml, committed to git."""
     root.mkdir()
-    for item in COPY:
-        src, dst = ROOT / item, root / item
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(src, dst)
+    copy_project(root)
     overrides = [
         "experiments=smoke",
         "datasets=[iris]",

@@ -177,23 +177,15 @@ def test_dvc_stages_with_the_mlp(tmp_path, mirror, monkeypatch) -> None:
     evaluate) with the MLP on a small grid, two runs fitted in forked worker processes
     (``n_jobs=2``): results and the MLflow runs as for a linear model, plus the epoch
     curves."""
-    import shutil
     import sys
 
     from mlflow.tracking import MlflowClient
 
-    from .conftest import ROOT
-    from .test_dvc import COPY, _run, dvc_env
+    from .test_dvc import _run, copy_project, dvc_env
 
     repo = tmp_path / "repo"
     repo.mkdir()
-    for item in COPY:
-        src, dst = ROOT / item, repo / item
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(src, dst)
+    copy_project(repo)
     monkeypatch.delenv("PROJLOSS_MIRROR", raising=False)
     overrides = ["experiments=smoke", "datasets=[iris]", "lambdas.num=2", f"data.mirror={mirror}",
                  "tracking.figures=false", "n_jobs=2"]  # fmt: skip
