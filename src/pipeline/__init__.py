@@ -31,6 +31,21 @@ import os as _os
 #: a parent that died meanwhile (``dvc`` killed as it started the stage) as dead
 STARTED = (_os.getpid(), _os.getppid())
 
+
+def _parent_of(pid: int) -> int:
+    """The parent PID of ``pid`` (``/proc/<pid>/stat``), 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+#: the parent's parent at the same moment: DVC starts a stage through ``$SHELL -c``, and a
+#: shell that does not exec its one command (dash, ``/bin/sh`` where ``$SHELL`` is unset)
+#: stays between them; :func:`pipeline.lifecycle.die_with_parent` watches this one then
+STARTED_GRANDPARENT = _parent_of(STARTED[1])
+
 from .data.registry import register_resolver as _register_resolver  # noqa: E402
 
 # ``${registry_datasets:...}`` of conf/config.yaml (the default sweep): from the registry.

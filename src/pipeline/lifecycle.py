@@ -33,7 +33,8 @@ killed (``kill -9``, a closed terminal) the stage would go on alone and leave it
 runs in a misleading state. :func:`die_with_parent` asks Linux to send the stage SIGTERM
 when its parent dies (``prctl(PR_SET_PDEATHSIG)`` through ctypes: no thread, no polling,
 works when the parent is killed with SIGKILL). Elsewhere (no ``prctl``) a daemon thread
-polls the parent PID every second.
+polls the parent PID every second. A ``sh -c`` between ``dvc`` and the stage (dash does
+not exec its command) is looked through: ``dvc`` is watched by a daemon thread.
 """
 
 from __future__ import annotations
@@ -202,20 +203,76 @@ def die_with_parent() -> None:
     imports, and ``dvc`` may have been killed meanwhile (the stage, adopted by init, would
     otherwise run alone to its end). That parent is the one noted when :mod:`pipeline` was
     first imported in this process (:data:`pipeline.STARTED`); in a forked child (a pool
-    worker, a child of the preload server), its current parent."""
-    from . import STARTED
+    worker, a child of the preload server), its current parent.
+
+    A parent that is a shell running this one command (``sh -c '...'``: DVC starts each
+    stage through ``$SHELL -c``; bash and zsh exec the command, dash -- ``/bin/sh`` when
+    ``$SHELL`` is unset -- stays and waits) outlives ``dvc``: then the shell's parent, the
+    one it had when :mod:`pipeline` was imported (:data:`pipeline.STARTED_GRANDPARENT`),
+    is watched too, by a daemon thread that waits on a ``pidfd`` of it."""
+    from . import STARTED, STARTED_GRANDPARENT
 
     pid, first_parent = STARTED
-    parent = first_parent if pid == os.getpid() else os.getppid()
+    forked = pid != os.getpid()
+    parent = os.getppid() if forked else first_parent
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl failed")
     except (OSError, AttributeError):
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    else:
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+    if not forked and STARTED_GRANDPARENT > 1 and _is_command_shell(parent):
+        _watch_launcher(parent, STARTED_GRANDPARENT)
+
+
+#: shells that DVC (``$SHELL``, else ``/bin/sh``) may start a stage with
+SHELLS = frozenset({"sh", "dash", "ash", "bash", "zsh", "ksh", "mksh", "busybox"})
+
+
+def _is_command_shell(pid: int) -> bool:
+    """Whether ``pid`` is a shell running a command string (``sh [options] -c ...``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    name = os.path.basename(argv[0].decode(errors="replace")).lstrip("-")
+    return name in SHELLS and b"-c" in argv[1:]
+
+
+def _watch_launcher(shell: int, launcher: int) -> None:
+    """SIGTERM to this process when ``launcher`` (the shell's parent when this process
+    started) dies: at once if the shell has another parent already (reparented: dead)."""
+    from . import _parent_of
+
+    try:
+        handle = os.pidfd_open(launcher)
+    except (OSError, AttributeError):
+        handle = None
+    # checked after the pidfd is open: a launcher that died before cannot be a reused PID
+    if _parent_of(shell) != launcher:
+        if handle is not None:
+            os.close(handle)
         os.kill(os.getpid(), signal.SIGTERM)
+        return
+    threading.Thread(target=_wait_launcher, args=(shell, launcher, handle), daemon=True).start()
+
+
+def _wait_launcher(shell: int, launcher: int, handle: int | None) -> None:
+    import select
+    import time
+
+    from . import _parent_of
+
+    if handle is not None:  # readable when the process has ended
+        select.select([handle], [], [])
+    else:
+        while _parent_of(shell) == launcher:
+            time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _watch_parent(parent: int) -> None:

@@ -592,9 +592,11 @@ def test_dvc_repro_resumes_after_sigkill_at_any_instant(
 ) -> None:
     repo = make_repo(tmp_path / "repo", mirror)
     # unbuffered: DVC's lines are timed as they are written; a private TMPDIR (short: the
-    # preload server's socket is made there) shows what a killed run leaves in it
+    # preload server's socket is made there) shows what a killed run leaves in it; DVC
+    # runs each stage as `$SHELL -c '<cmd>'`: /bin/sh (dash, as where $SHELL is unset,
+    # e.g. CI) stays between dvc and the stage, where bash would exec it
     tmp = short_tmp
-    env = {**dvc_env(repo), "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)}
+    env = {**dvc_env(repo), "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp), "SHELL": "/bin/sh"}
     dvc = str(Path(sys.executable).parent / "dvc")
     commands = {
         "preload": [sys.executable, "-m", "pipeline.preload", dvc, "repro"],

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -499,6 +502,63 @@ def test_a_stage_whose_parent_died_during_its_imports_dies_too(tmp_path: Path) -
         os.close(write)
         if stage_pid is not None and not process_gone(stage_pid):
             os.kill(stage_pid, signal.SIGKILL)
+        spawner.stdout.close()
+
+
+#: a stage started through a shell that stays (dash does not exec its one command): prints
+#: its PID and its parent's, waits for a line, asks to die with dvc, says so and sleeps
+SHELL_STAGE = (
+    "import os, sys, time; import pipeline; print(os.getpid(), os.getppid(), flush=True); "
+    "sys.stdin.readline(); from pipeline.lifecycle import die_with_parent; "
+    "die_with_parent(); print('armed', flush=True); time.sleep(60)"
+)
+#: the stand-in for dvc, which runs a stage's command as ``$SHELL -c '<cmd>'``
+SHELL_SPAWNER = (
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.argv[1], '-c', sys.argv[2]], stdin=0, stdout=1); time.sleep(60)"
+)
+
+
+@pytest.mark.parametrize("killed", ["before die_with_parent", "after die_with_parent"])
+def test_a_stage_started_through_a_shell_dies_with_dvc(tmp_path: Path, killed: str) -> None:
+    """Found by CI (tests/pipeline/test_dvc_crash.py with ``$SHELL`` unset): DVC starts a
+    stage as ``/bin/sh -c '<cmd>'``, and dash stays as the stage's parent; ``kill -9`` of
+    dvc left the shell and its stage running to the end (``PR_SET_PDEATHSIG`` watches the
+    parent, the shell, which lives on). The shell's parent is watched too."""
+    dash = shutil.which("dash")
+    if dash is None:
+        pytest.skip("no dash here (Debian's /bin/sh)")
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(SHELL_STAGE)}"
+    read, write = os.pipe()
+    spawner = subprocess.Popen(
+        [sys.executable, "-c", SHELL_SPAWNER, dash, command],
+        stdin=read,
+        stdout=subprocess.PIPE,
+        env=env(),
+        text=True,
+        start_new_session=True,
+    )
+    os.close(read)
+    stage_pid = shell_pid = None
+    try:
+        stage_pid, shell_pid = map(int, spawner.stdout.readline().split())
+        assert shell_pid != spawner.pid  # the shell stayed between them: the case here
+        if killed.startswith("after"):
+            os.write(write, b"go\n")
+            assert spawner.stdout.readline().strip() == "armed"
+            time.sleep(0.5)
+            assert not process_gone(stage_pid), "the stage died with its parent alive"
+        os.kill(spawner.pid, signal.SIGKILL)
+        spawner.wait(timeout=30)
+        if killed.startswith("before"):
+            os.write(write, b"go\n")
+        wait_for(lambda: process_gone(stage_pid), 30, "the stage to exit after dvc's death")
+        wait_for(lambda: process_gone(shell_pid), 30, "the shell to exit after its stage")
+    finally:
+        os.close(write)
+        for pid in (stage_pid, shell_pid):
+            if pid is not None and not process_gone(pid):
+                os.kill(pid, signal.SIGKILL)
         spawner.stdout.close()
 
 
