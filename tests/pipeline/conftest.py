@@ -12,7 +12,10 @@
 from __future__ import annotations
 
 import csv
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +248,13 @@ def fit_memos(monkeypatch: pytest.MonkeyPatch) -> list:
 
     monkeypatch.setattr(estimators, "memoized_fits", spy)
     return memos
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short ``$TMPDIR`` for the preload servers' sockets (at most 108 bytes a path)."""
+    path = Path(tempfile.mkdtemp(prefix="pl-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

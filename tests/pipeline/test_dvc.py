@@ -84,6 +84,21 @@ def copy_project(root: Path) -> None:
             shutil.copy2(src, dst)
 
 
+def preload_servers(tmp: Path) -> list[int]:
+    """PIDs of live preload servers whose socket is under ``tmp``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"pipeline.preload_server" in cmdline and any(str(tmp).encode() in c for c in cmdline):
+            found.append(int(proc.name))
+    return found
+
+
 @pytest.fixture
 def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "repo"
@@ -111,7 +126,11 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_dvc_repro(repo: Path, mirror: Path) -> None:
+def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
+    """The README's DVC workflow on the smoke list: ``make repro``'s command (every stage
+    of ``pipeline.stage`` in a fork of the preload server), plain ``dvc repro`` writing the
+    same metrics, nothing to do the second time, push, a fresh clone restored by ``dvc
+    pull``, a parameter change re-running only its experiment, ``dvc exp run -S``."""
     from mlflow.tracking import MlflowClient
 
     bindir = str(Path(sys.executable).parent)
@@ -121,13 +140,27 @@ def test_dvc_repro(repo: Path, mirror: Path) -> None:
     _run(["git", "add", "-A"], repo, env)
     _run(["git", "commit", "-qm", "init"], repo, env)
 
-    # 1. every stage runs
-    first = _run([*dvc, "repro"], repo, env).stdout
+    # 1. every stage runs, under make repro's launcher: each stage of pipeline.stage in a
+    # fork of the preload server (fetch and preprocess in their own process while the
+    # server imports, a note each); no server left after it
+    preload_env = {**env, "TMPDIR": str(short_tmp)}
+    done = _run([sys.executable, "-m", "pipeline.preload", *dvc, "repro"], repo, preload_env)
+    first = done.stdout
     experiments = ("smoke-cube", "smoke-birkhoff")
     stages = {"fetch", "preprocess", "report"} | {
         f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
     }
     assert _ran(first) == stages
+    out = done.stdout + done.stderr
+    ends = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
+    assert len(ends) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
+    forked = [x.endswith("(in the preload server's fork)") for x in ends]
+    assert all(forked[2:]), ends
+    notes = [x for x in out.splitlines() if x.startswith("note:")]
+    assert notes == [
+        "note: the preload server is still importing; running the stage in this process"
+    ] * forked[:2].count(False), out
+    assert preload_servers(short_tmp) == []
     assert (repo / "data/raw/iris/iris.txt").is_file()
     assert (repo / "data/prepared/iris/stats.json").is_file()
     for key, run in (("smoke-cube", "cube-cube"), ("smoke-birkhoff", "birkhoff-birkhoff")):
@@ -165,6 +198,19 @@ def test_dvc_repro(repo: Path, mirror: Path) -> None:
     assert (report / "runs.csv").read_text().startswith("mlflow_run_id,mlflow_run_name,")
     assert (report / "plots/validation/smoke-birkhoff.csv").is_file()
     assert (repo / "reports/table1.csv").read_bytes() == (ROOT / "reports/table1.csv").read_bytes()
+
+    # 1b. plain dvc repro (each stage in its own process) writes the same metrics
+    key = "smoke-birkhoff"  # two runs: worker processes forked from the stage
+    preloaded = json.loads((repo / "metrics" / f"{key}.json").read_text())
+    done = _run([*dvc, "repro", "-f", "--downstream", f"tune@{key}"], repo, env)
+    assert _ran(done.stdout) == {f"{s}@{key}" for s in ("tune", "refit", "evaluate")} | {"report"}
+    ends = [x for x in done.stdout.splitlines() if x.startswith("stage ") and " done in " in x]
+    assert len(ends) == 3 and all(x.endswith("(imports included)") for x in ends), ends
+    plain = json.loads((repo / "metrics" / f"{key}.json").read_text())
+    assert plain.keys() == preloaded.keys() and len(plain) == 2
+    for run, result in plain.items():
+        for metric, value in result["test"].items():
+            assert preloaded[run]["test"][metric] == pytest.approx(value, rel=1e-12)
 
     # 2. nothing changed: nothing runs
     second = _run([*dvc, "repro"], repo, env).stdout

@@ -9,24 +9,16 @@ refuses; ``dvc repro`` under it on the smoke experiments gives the same metrics 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from .conftest import ROOT
-from .test_dvc import (
-    dvc_env,
-    repo,  # noqa: F401 -- the fixture: the smoke project in a temp dir
-)
+from .test_dvc import preload_servers
 
 HERE = Path(__file__).resolve().parent
 #: a stage process: prints its PID, hands its command line to the server (target: the
@@ -36,16 +28,6 @@ CLIENT = (
     "from pipeline.preload import delegate; "
     "s = delegate(sys.argv[1:], target='preload_target:main'); sys.exit(97 if s is None else s)"
 )
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A short ``$TMPDIR`` for the servers' sockets (Linux: at most 108 bytes a path)."""
-    path = Path(tempfile.mkdtemp(prefix="pl-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _env(tmp: Path, src: Path = ROOT / "src", **extra: str) -> dict[str, str]:
@@ -66,21 +48,6 @@ def _env(tmp: Path, src: Path = ROOT / "src", **extra: str) -> dict[str, str]:
 
 def _preload(*command: str, modules: str = "numpy") -> list[str]:
     return [sys.executable, "-m", "pipeline.preload", "--modules", modules, *command]
-
-
-def _servers(tmp: Path) -> list[int]:
-    """PIDs of live preload servers whose socket is under ``tmp``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"pipeline.preload_server" in cmdline and any(str(tmp).encode() in c for c in cmdline):
-            found.append(int(proc.name))
-    return found
 
 
 def _readline(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0) -> str:
@@ -116,7 +83,7 @@ def test_child_gets_the_command_and_its_status_is_the_commands(
     assert line.startswith(f"argv exit:3 a b cwd {work} env hello ppid "), line
     assert int(line.rsplit(" ", 1)[1]) != client  # a child of the server, not the client
     assert "note:" not in done.stderr
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
 
 
 def test_a_signal_reaches_the_child_and_a_dead_client_ends_it(
@@ -152,7 +119,7 @@ def test_a_signal_reaches_the_child_and_a_dead_client_ends_it(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        assert _servers(short_tmp) == []
+        assert preload_servers(short_tmp) == []
 
 
 def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
@@ -184,7 +151,7 @@ def test_changed_sources_or_settings_run_the_stage_in_its_own_process(
     assert len(notes) == 2, done.stderr
     assert "other import-time settings: NUMBA_OPT" in notes[0]
     assert f"{src / 'pipeline' / 'lifecycle.py'} changed since the server started" in notes[1]
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
 
 
 def test_a_refused_stage_gets_its_own_signal_handlers_back(short_tmp: Path) -> None:
@@ -207,7 +174,7 @@ def test_a_refused_stage_gets_its_own_signal_handlers_back(short_tmp: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "local True True" in done.stdout, (done.stdout, done.stderr)
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
 
 
 #: prints ``compiling N``: the kernel compilers (``--compile-kernels``) alive with $CACHE as
@@ -259,7 +226,7 @@ def test_kernels_compile_in_another_process_while_stages_run(
     kernels = int(done.stdout.rsplit("kernels ", 1)[1].split()[0])
     assert kernels > 0, done.stdout
     assert any(cache.rglob("*.nbi"))  # the compiler filled the cache
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
     probe = subprocess.run(
         [sys.executable, "-c", COMPILERS], env=env, capture_output=True, text=True
     )
@@ -293,7 +260,7 @@ def test_a_light_stage_runs_here_while_the_server_imports(tmp_path: Path, short_
     assert notes == [
         "note: the preload server is still importing; running the stage in this process"
     ], done.stderr
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
 
 
 def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
@@ -308,51 +275,6 @@ def test_no_server_runs_the_stage_here(tmp_path: Path) -> None:
     assert done.returncode == 97
     assert done.stderr.startswith(f"note: no preload server at {tmp_path / 'none'}")
     assert len(done.stderr.splitlines()) == 1
-
-
-@pytest.mark.slow
-def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: Path) -> None:  # noqa: F811
-    """``python -m pipeline.preload dvc repro`` (the default modules): every stage of
-    ``pipeline.stage`` ran in a fork of the server; then plain ``dvc repro -f`` of one
-    experiment's stages (each in its own process) writes the same metrics; no server is
-    left."""
-    bindir = Path(sys.executable).parent
-    env = dvc_env(repo, _env(short_tmp, src=repo / "src"))
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
-        subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
-
-    def repro(*command: str) -> str:
-        done = subprocess.run(
-            list(command), cwd=repo, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
-        return done.stdout + done.stderr
-
-    out = repro(sys.executable, "-m", "pipeline.preload", str(bindir / "dvc"), "repro")
-    stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(stages) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
-    # fetch and preprocess run in their own process while the server imports (a note each)
-    forked = [x.endswith("(in the preload server's fork)") for x in stages]
-    assert all(forked[2:]), stages
-    notes = [x for x in out.splitlines() if x.startswith("note:")]
-    assert notes == [
-        "note: the preload server is still importing; running the stage in this process"
-    ] * forked[:2].count(False), out
-    assert _servers(short_tmp) == []
-    preloaded = {p.name: json.loads(p.read_text()) for p in (repo / "metrics").glob("*.json")}
-    assert len(preloaded) == 2
-
-    key = "smoke-birkhoff"  # two runs: worker processes forked from the child
-    out = repro(
-        str(bindir / "dvc"), "repro", "-f", "-s", f"tune@{key}", f"refit@{key}", f"evaluate@{key}"
-    )
-    stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(stages) == 3 and all(x.endswith("(imports included)") for x in stages), stages
-    plain = json.loads((repo / "metrics" / f"{key}.json").read_text())
-    assert plain.keys() == preloaded[f"{key}.json"].keys() and len(plain) == 2
-    for run, result in plain.items():
-        for metric, value in result["test"].items():
-            assert preloaded[f"{key}.json"][run]["test"][metric] == pytest.approx(value, rel=1e-12)
 
 
 def test_a_killed_preload_command_leaves_no_socket_directory(
@@ -372,11 +294,11 @@ def test_a_killed_preload_command_leaves_no_socket_directory(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
         deadline = time.monotonic() + 30
-        while _servers(short_tmp) and time.monotonic() < deadline:
+        while preload_servers(short_tmp) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert _servers(short_tmp) == []
+    assert preload_servers(short_tmp) == []
     assert list(short_tmp.iterdir()) == []
