@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The engine's docstring Examples (src/projloss) run as doctests beside the test suite.
+# The docstring Examples of the engine (src/projloss) and the pipeline (src/pipeline) run as
+# doctests beside the test suite.
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks
-	$(BIN)/python -m pytest -n 2 tests src/projloss --doctest-modules
+	$(BIN)/python -m pytest -n 2 tests src/projloss src/pipeline --doctest-modules
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks

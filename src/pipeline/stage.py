@@ -66,7 +66,7 @@ def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
     """The ``data`` settings of params.yaml for a DVC stage: the data directories must be
     the ones ``dvc.yaml`` declares as outputs; download bars only on a terminal."""
     from .config.experiments import data_node
-    from .config.settings import data_settings
+    from .data.settings import data_settings
     from .paths import resolve
 
     data = data_node(params)
@@ -98,10 +98,10 @@ def preprocess(params: Mapping[str, Any]) -> None:
     variant an experiment may choose with its own ``data`` / ``splits`` keys: each
     orreview split of the ordinal datasets and ``drop_empty`` of the multilabel ones (so
     that editing an experiment never re-runs this stage)."""
-    from .config.settings import PROTOCOL_DEFAULTS, data_settings
     from .data import prepare as core
     from .data.protocol import Variant
     from .data.registry import select
+    from .data.settings import PROTOCOL_DEFAULTS, data_settings
 
     data = stage_data(params)
     selection = params.get("datasets", "mirrored")

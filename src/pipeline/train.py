@@ -37,9 +37,14 @@ from omegaconf import DictConfig
 from ._hydra import config_path, entry, run_or_exit
 from .argv import normalize_sys_argv
 from .config.run import RunConfig
+from .data.registry import register_resolver
 from .plain import to_plain
 
 log = logging.getLogger("pipeline.train")
+
+# ``${registry_datasets:...}`` of conf/config.yaml (the default sweep of ``--multirun``,
+# resolved by Hydra's sweeper in this process): from the registry
+register_resolver()
 
 
 def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
@@ -87,8 +92,8 @@ def _use_registry_name(plain: dict[str, Any]) -> bool:
     that says ``override: true`` (:mod:`pipeline.data.registry`) loads ``user-iris``, and
     its MLflow run, tags and params must say so, not the project's ``iris``. The node
     becomes the user's YAML. True when it changed."""
-    from .config.settings import data_settings
     from .data.registry import get_spec, load_mapping
+    from .data.settings import data_settings
 
     node = plain.get("dataset")
     if not isinstance(node, dict) or not isinstance(node.get("name"), str):

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from pipeline.cluster.joblib_backend import ADDRESS_ENV, backend
 from pipeline.config.run import RunConfig
 from pipeline.paths import project_root
 from pipeline.runs import parallel as splits
+from pipeline.runs.joblib_backend import ADDRESS_ENV, backend
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 

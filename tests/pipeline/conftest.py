@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from mirror import require_mirror
-from pipeline.config.settings import DataSettings, data_settings
 from pipeline.data import fetch
 from pipeline.data.prepare import RawCache
 from pipeline.data.readers import RawData
 from pipeline.data.registry import DatasetSpec, get_spec, list_specs
+from pipeline.data.settings import DataSettings, data_settings
 from pipeline.paths import project_root
 
 ROOT = project_root()
@@ -141,9 +141,14 @@ def data_overrides(settings: DataSettings) -> list[str]:
 
 
 def compose(overrides: list[str] | None = None, return_hydra_config: bool = False) -> Any:
-    """``conf/config.yaml`` composed with Hydra's compose API."""
+    """``conf/config.yaml`` composed with Hydra's compose API (the registry's resolver
+    registered: ``hydra.sweeper.params`` resolves)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+
+    from pipeline.data.registry import register_resolver
+
+    register_resolver()
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         return hydra_compose(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config.composition import BASELINE_MODELS, NEURAL_MODELS, validate
+from pipeline.config.scoring import _registry
 from pipeline.config.settings import MODEL_KEYS
 from pipeline.data.registry import DATASET_TASKS, TASKS
 from pipeline.errors import CompositionError
-from pipeline.runs.scoring import _registry
 from projloss._validation import GEOMETRIES
 from projloss.estimators._base import MODELS
 from projloss.tasks import TASKS as ENGINE_TASKS

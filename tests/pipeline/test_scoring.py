@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.config.composition import CompositionError
-from pipeline.runs.scoring import best_index, metrics_of, score, task_metrics
+from pipeline.config.scoring import best_index, metrics_of, score, task_metrics
 
 
 def test_label_ranking_hamming_by_hand() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config.settings import PROTOCOL_DEFAULTS, data_settings, load_default_data_config
+from pipeline.data.settings import PROTOCOL_DEFAULTS, data_settings, load_default_data_config
 from pipeline.paths import ROOT_ENV, project_root, resolve
 
 from .conftest import ROOT

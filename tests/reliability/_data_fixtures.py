@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.config.settings import DataSettings, data_settings
+from pipeline.data.settings import DataSettings, data_settings
 from pipeline.paths import project_root
 
 ROOT = project_root()

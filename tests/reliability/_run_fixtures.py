@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror import require_mirror
-from pipeline.config.settings import DataSettings, data_settings
+from pipeline.data.settings import DataSettings, data_settings
 from pipeline.paths import project_root
 
 ROOT = project_root()

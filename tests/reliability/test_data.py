@@ -499,7 +499,7 @@ def test_fetch_failure_of_one_dataset_does_not_stop_the_others(tmp_path: Path) -
 def test_stats_table_keeps_rows_of_datasets_not_here(tmp_path: Path) -> None:
     """Preprocessing one dataset in a fresh clone keeps the committed rows of the others
     (the paper's datasets do not become "not fetched")."""
-    from pipeline.config.settings import data_settings
+    from pipeline.data.settings import data_settings
     from pipeline.paths import project_root
 
     root = project_root()

@@ -37,6 +37,8 @@ def compose(overrides: list[str], root: Path = ROOT) -> object:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    registry.register_resolver()  # hydra.sweeper.params: ${registry_datasets:...}
+
     with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
         return hydra_compose("config", overrides=overrides, return_hydra_config=True)
 

@@ -38,7 +38,7 @@ BASELINE_MODELS = ("median",)
 #: the neural models (the engine's :mod:`projloss.estimators.neural`, PyTorch)
 NEURAL_MODELS = ("mlp",)
 BASELINE_DECODERS = ("same", "round")
-#: valid values of ``lambdas.ties`` (:func:`pipeline.runs.scoring.best_index`)
+#: valid values of ``lambdas.ties`` (:func:`pipeline.config.scoring.best_index`)
 TIES = ("smallest", "largest")
 
 
@@ -375,7 +375,7 @@ def _network_kwargs(comp: Composition, alpha: float | None) -> dict[str, Any]:
 @dataclass(frozen=True)
 class LambdaGrid:
     """``lambdas``: the ascending grid ``np.logspace(log10 low, log10 high, num)`` and the
-    tie rule of the choice of lambda (:func:`pipeline.runs.scoring.best_index`).
+    tie rule of the choice of lambda (:func:`pipeline.config.scoring.best_index`).
 
     >>> LambdaGrid.from_config({"low": 1e-2, "high": 1.0, "num": 3}).values
     [0.01, 0.1, 1.0]

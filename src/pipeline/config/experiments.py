@@ -347,7 +347,7 @@ def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: 
         return
     from ..data.protocol import Variant
     from ..data.registry import get_spec
-    from .settings import data_settings
+    from ..data.settings import data_settings
 
     settings = data_settings(cfg)
     dirname = None
@@ -366,7 +366,7 @@ def _check_dataset(cfg: dict[str, Any], item: Mapping[str, Any], key: str, rid: 
 
 def _split_list(cfg: Mapping[str, Any], splits: Any, key: str, rid: str) -> list[int]:
     from ..data.registry import get_spec
-    from .settings import data_settings
+    from ..data.settings import data_settings
 
     spec = get_spec(cfg["dataset"]["name"], data_settings(cfg).dataset_dirs)  # the registry reads
     if spec.n_splits is None:

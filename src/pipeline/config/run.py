@@ -19,9 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.settings import DataSettings, data_settings
 from ..plain import to_plain
 from .composition import Composition, LambdaGrid, validate
-from .settings import DataSettings, TrackingSettings, check_run_config, data_settings
+from .scoring import task_metrics
+from .settings import TrackingSettings, check_run_config
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,6 @@ class RunConfig:
     def from_config(cls, cfg: Mapping[str, Any]) -> RunConfig:
         """Check a run config (a composed ``conf/config.yaml``, plain or DictConfig) once
         and type it."""
-        from ..runs.scoring import task_metrics
-
         plain = to_plain(cfg)
         check_run_config(plain)  # unknown keys, bad values
         comp = validate(plain)  # the composition

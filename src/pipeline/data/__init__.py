@@ -1,5 +1,6 @@
 """The data: from the registry of datasets to the prepared splits.
 
+- :mod:`.settings`: the data settings (``conf/data/``), taken by every module here;
 - :mod:`.registry`: ``conf/dataset/<name>.yaml`` (the only reader of those files);
 - :mod:`.readers`: one parser per raw file format;
 - :mod:`.fetch`: copy or download the raw files, verify their sha256 (``data/raw/``);

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import data_settings
 from ..errors import PreparedDataError
 from .fetch import Opener, fetch_dataset
 from .prepare import prepare, raw_checksums, staleness
 from .protocol import SPLITS, Variant, small_train_warning
 from .registry import DatasetSpec, get_spec
+from .settings import data_settings
 from .storage import load_split, load_stats
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..config.settings import DataSettings, data_settings
 from ..errors import (
     ChecksumError,
     DatasetError,
@@ -57,6 +56,7 @@ from ..fileio import (
 from ..paths import project_root, resolve
 from ..plain import to_plain
 from .registry import CHECKSUMS, DatasetSpec, FileSpec, select
+from .settings import DataSettings, data_settings
 
 log = logging.getLogger(__name__)
 

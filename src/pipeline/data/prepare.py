@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import DataSettings, data_settings
 from ..errors import DatasetError, DatasetFailures, MissingRawDataError
 from ..fileio import make_dir, sha256_file
 from ..plain import to_plain
@@ -37,6 +36,7 @@ from .fetch import read_checksums, verify_raw
 from .protocol import SPLITS, Variant, apply_protocol, small_train_warning, split_indices
 from .readers import FILE_OPTIONS, RawData, load_raw
 from .registry import DatasetSpec, list_specs, select
+from .settings import DataSettings, data_settings
 from .stats import error_row, missing_row, read_table, summarize, table_row, write_table
 from .storage import SCALER, load_stats, save_scaler, save_split, save_stats
 

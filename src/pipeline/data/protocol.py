@@ -32,10 +32,10 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from ..config.settings import PROTOCOL_DEFAULTS, DataSettings
 from ..errors import DataFormatError
 from .readers import RawData
 from .registry import DatasetSpec
+from .settings import PROTOCOL_DEFAULTS, DataSettings
 
 SPLITS = ("train", "val", "test")
 #: a train split with fewer rows than this gets a warning (:func:`small_train_warning`):

@@ -537,7 +537,7 @@ def task_datasets(
     ``task:`` unreadable) of this task raises its :class:`RegistryError`; one of another
     task is left out.
 
-    >>> task_datasets("label_ranking")  # doctest: +SKIP
+    >>> task_datasets("label_ranking")  # the committed conf/dataset YAMLs
     ['authorship', 'glass', 'iris', 'vehicle', 'vowel', 'wine']
     """
     from ..paths import project_root, resolve

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config.settings import PROTOCOL_DEFAULTS, data_settings
 from .api import PreparedData
 from .protocol import SPLITS, Variant, apply_protocol
 from .registry import get_spec
+from .settings import PROTOCOL_DEFAULTS, data_settings
 
 
 def is_reseeded(cfg: Mapping[str, Any]) -> bool:

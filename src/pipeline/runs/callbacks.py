@@ -90,7 +90,10 @@ def _sweeper_params(hydra_cfg: DictConfig) -> dict[str, Any]:
     same error wrapped as an interpolation error)."""
     from omegaconf import open_dict
 
+    from ..data.registry import register_resolver
     from ..errors import debug, pipeline_cause, report
+
+    register_resolver()  # the default sweep: ``${registry_datasets:...}``
 
     node = hydra_cfg.sweeper.get("params")
     if node is None:

@@ -32,10 +32,10 @@ import numpy as np
 
 from ..config.composition import Composition
 from ..config.run import RunConfig
+from ..config.scoring import run_metrics, score
 from ..fileio import atomic_path, make_dir, write_json
 from . import mlflow_view
 from .refit import Refitted
-from .scoring import run_metrics, score
 from .tracking import Tracker
 
 PREDICTIONS = "predictions.npz"

@@ -290,8 +290,8 @@ def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str
     prepared variant, e.g. ``iris`` or ``ERA+split3``), digest (:func:`raw_digest`),
     source (:func:`_source_url`), profile (split sizes, features, raw files' sha256);
     the ``mlflow.data.context`` tag gives the split sizes (shown in the runs table)."""
-    from ..config.settings import data_settings
     from ..data.registry import get_spec
+    from ..data.settings import data_settings
 
     settings = data_settings(cfg.get("data"))
     spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
@@ -372,10 +372,10 @@ def fitted_scaler(data: Any, cfg: Mapping[str, Any]) -> Any:
     path = Path(data.directory) / SCALER
     if not stats.get("in_memory") and path.is_file():
         return load_fitted_scaler(path)
-    from ..config.settings import data_settings
     from ..data.protocol import Variant, apply_protocol
     from ..data.readers import load_raw
     from ..data.registry import get_spec
+    from ..data.settings import data_settings
 
     settings = data_settings(cfg.get("data"))
     spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)

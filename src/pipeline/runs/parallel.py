@@ -8,7 +8,7 @@ The tasks call the same cores as one run (:mod:`pipeline.runs`), with its typed 
 The tasks are independent, so each stage runs them in worker processes (``n_jobs`` of
 params.yaml; -1: every core; 1: in the stage's process): locally processes forked from the
 stage's (:func:`pool`, no second round of imports), on a Ray cluster joblib tasks there
-(:mod:`pipeline.cluster.joblib_backend`); each process loads the prepared data it needs
+(:mod:`pipeline.runs.joblib_backend`); each process loads the prepared data it needs
 once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the tracking: a run's MLflow
 logging is recorded in its task and replayed by the stage (:func:`tune_recorded_task`,
 :func:`evaluate_recorded_task`: one writer to the store); a split sweep is one MLflow
@@ -242,7 +242,7 @@ def iter_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) 
     handles a result: the stages open the tracking store and log each run from their own
     process while the workers compute. Locally they are forked from this process
     (:func:`pool`: no imports to pay again); on a Ray cluster (``$PROJLOSS_RAY_ADDRESS``,
-    :mod:`pipeline.cluster.joblib_backend`) they are joblib's tasks there, all results at
+    :mod:`pipeline.runs.joblib_backend`) they are joblib's tasks there, all results at
     once. With ``n_jobs == 1`` each task runs when its result is asked for. Each worker
     fits with one BLAS thread (the solver's own limit, and the stage's)."""
     stream = TaskStream(fn, n_jobs)
@@ -278,7 +278,7 @@ class TaskStream:
         self._futures: list[Any] = []
         self._local_pool = False
         if n_jobs != 1:
-            from ..cluster.joblib_backend import ray_address
+            from .joblib_backend import ray_address
 
             self._local_pool = ray_address() is None
 
@@ -302,7 +302,7 @@ class TaskStream:
             return (self.fn(*t) for t in self._tasks)
         from joblib import Parallel, delayed
 
-        from ..cluster.joblib_backend import backend
+        from .joblib_backend import backend
 
         with backend():
             return iter(Parallel(n_jobs=self.n_jobs)(delayed(self.fn)(*t) for t in self._tasks))

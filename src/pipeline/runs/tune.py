@@ -5,7 +5,7 @@ the training split and scored on the validation split with every metric of the t
 (``task.metrics``); lambda is then chosen separately for each metric of
 ``task.select_by`` (paper §6 / Appendix B: "we select the best hyperparameter on the
 validation set"; an accuracy table and an F1 table may pick different lambdas). Ties go to
-the smallest lambda unless ``lambdas.ties: largest`` (:func:`pipeline.runs.scoring.best_index`).
+the smallest lambda unless ``lambdas.ties: largest`` (:func:`pipeline.config.scoring.best_index`).
 
 With ``warm_start: true`` the grid is fitted from the largest lambda to the smallest, each
 fit starting from the previous solution: the problems are strongly convex, so the optimum
@@ -28,8 +28,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..config.composition import Composition, make_estimator
 from ..config.run import RunConfig
+from ..config.scoring import best_index, run_metrics, score
 from ..errors import ConfigError
-from .scoring import best_index, run_metrics, score
 from .tracking import Tracker
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..config.settings import data_settings
+from ..data.settings import data_settings
 from ..paths import conf_dir
 
 LIBSVM_ML = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multilabel"

@@ -3,11 +3,16 @@
 Every ``import`` / ``from ... import`` of a ``pipeline`` module, at module level or inside
 a function (a lazy import is still a dependency), read with :mod:`ast` (nothing is
 imported). Prints one line per module, ``module -> imported modules``, then the cycles
-(strongly connected components of more than one module, or a module importing itself)
-and the imports of a command module; exits 1 when there is either.
+(strongly connected components of more than one module, or a module importing itself),
+the imports of a command module and the imports against the folder order; exits 1 when
+there is any.
 
-The commands (``python -m pipeline.<command>``) are the top of the graph: no module
-imports them (:data:`COMMANDS`). ``tests/pipeline/tools/test_import_graph.py`` keeps it so.
+The folders are in one order (the rule of :mod:`pipeline`'s docstring, :data:`LAYERS`):
+common -> data -> config -> runs -> cluster | report -> commands. A module imports the
+modules of its own layer and of the layers before it, never one after it (a back-edge);
+cluster and report share a rank and import neither each other. The commands
+(``python -m pipeline.<command>``, :data:`COMMANDS`) are the top of the graph: no module
+imports them. ``tests/pipeline/tools/test_import_graph.py`` keeps it so.
 """
 
 from __future__ import annotations
@@ -28,6 +33,64 @@ COMMANDS = (
     "pipeline.stage",
     "pipeline.train",
 )
+#: developer tools run as ``python -m pipeline.tools.<name>``: entry points themselves (e.g.
+#: ``ui_screenshots`` drives ``pipeline.train``), so they may import a command
+TOOLS = "pipeline.tools."
+#: entry points started by a command, imported by none (``python -m pipeline.preload``
+#: starts it): the commands' layer
+SERVERS = ("pipeline.preload_server",)
+
+
+#: the layers, lowest first: (name, rank); a module may import its own layer and lower ranks
+LAYERS = (
+    ("common", 0),
+    ("data", 1),
+    ("config", 2),
+    ("runs", 3),
+    ("cluster", 4),
+    ("report", 4),
+    ("commands", 5),
+)
+_RANK = dict(LAYERS)
+#: :data:`LAYERS` in words
+ORDER = "common -> data -> config -> runs -> cluster | report -> commands"
+
+
+def layer(name: str) -> str:
+    """The layer of module ``name``: its folder (``pipeline.runs.tune`` -> ``runs``); the
+    commands (:data:`COMMANDS`, the developer tools :data:`TOOLS`, the preload server) ->
+    ``commands``; every other top-level module (and the package itself) -> ``common``.
+
+    >>> layer("pipeline.config.run"), layer("pipeline.errors"), layer("pipeline.train")
+    ('config', 'common', 'commands')
+    >>> layer("pipeline.report.__main__"), layer("pipeline.tools.import_graph")
+    ('commands', 'commands')
+    """
+    if name in COMMANDS or name in SERVERS or name.startswith(TOOLS):
+        return "commands"
+    parts = name.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in _RANK):
+        return parts[1] if parts[1] in _RANK else "common"
+    return "common"
+
+
+def back_edges(g: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import against the folder order (:data:`LAYERS`):
+    of a higher layer, or between the two layers of one rank (cluster, report).
+
+    >>> back_edges({"pipeline.data.api": {"pipeline.config.run", "pipeline.errors"}})
+    [('pipeline.data.api', 'pipeline.config.run')]
+    >>> back_edges({"pipeline.report.x": {"pipeline.cluster.y", "pipeline.runs.z"}})
+    [('pipeline.report.x', 'pipeline.cluster.y')]
+    """
+    out = []
+    for m, targets in g.items():
+        lm = layer(m)
+        for t in targets:
+            lt = layer(t)
+            if lt != lm and _RANK[lt] >= _RANK[lm]:
+                out.append((m, t))
+    return sorted(out)
 
 
 def module_name(path: Path, src: Path) -> str:
@@ -129,11 +192,6 @@ def cycles(g: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-#: developer tools run as ``python -m pipeline.tools.<name>``: entry points themselves (e.g.
-#: ``ui_screenshots`` drives ``pipeline.train``), so they may import a command
-TOOLS = "pipeline.tools."
-
-
 def command_imports(g: Mapping[str, set[str]]) -> list[tuple[str, str]]:
     """(importer, command) for every import of a command module by a library module (a
     developer tool, :data:`TOOLS`, is an entry point and may)."""
@@ -156,14 +214,20 @@ def main(argv: list[str] | None = None) -> None:
     short = lambda m: m.removeprefix("pipeline.") or m  # noqa: E731
     for name in sorted(g):
         print(f"{short(name)} -> {' '.join(sorted(short(t) for t in g[name]))}".rstrip())
-    found, bad = cycles(g), command_imports(g)
+    found, bad, back = cycles(g), command_imports(g), back_edges(g)
     for component in found:
         print(f"error: import cycle: {' <-> '.join(component)}", file=sys.stderr)
     for importer, command in bad:
         print(f"error: {importer} imports the command module {command}", file=sys.stderr)
-    if found or bad:
+    for importer, target in back:
+        print(
+            f"error: {importer} ({layer(importer)}) imports {target} ({layer(target)}): "
+            f"against the folder order {ORDER}",
+            file=sys.stderr,
+        )
+    if found or bad or back:
         sys.exit(1)
-    print(f"{len(g)} modules, no import cycle, no import of a command module")
+    print(f"{len(g)} modules, no import cycle, no import of a command module, the folders in order")
 
 
 if __name__ == "__main__":

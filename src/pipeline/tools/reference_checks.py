@@ -126,7 +126,7 @@ def protocol_run(
 ) -> tuple[float, float]:
     """Tune lambda on validation (lower score is better, ties to the smallest lambda),
     refit on train + validation, score on test: ``(test score, lambda)``."""
-    from ..runs.scoring import best_index
+    from ..config.scoring import best_index
 
     (X, y), (Xv, yv) = data.train, data.val
     values = [score(yv, decode(make(lam).fit(X, encode(y)).predict(Xv))) for lam in lambdas]

@@ -11,9 +11,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from pipeline.config.composition import make_estimator, validate
 from pipeline.config.run import RunConfig
+from pipeline.config.scoring import task_metrics
 from pipeline.data.api import load_prepared
 from pipeline.runs import tune
-from pipeline.runs.scoring import task_metrics
 
 from ..conftest import RecordingTracker, run_config
 

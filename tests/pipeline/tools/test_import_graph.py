@@ -1,4 +1,5 @@
-"""The import graph of src/pipeline: no cycle, no import of a command module."""
+"""The import graph of src/pipeline: no cycle, no import of a command module, the
+folders in one order."""
 
 from __future__ import annotations
 
@@ -22,24 +23,51 @@ def test_no_module_imports_a_command() -> None:
     assert ig.command_imports(g) == []
 
 
-def test_the_layers_are_respected() -> None:
-    """data -> config (its settings) -> runs -> report: runs, report and the commands are
-    imported by nothing below them; the common modules import no folder."""
+def test_the_folders_are_in_order() -> None:
+    """common -> data -> config -> runs -> cluster | report -> commands: no import (lazy
+    ones included) of a later layer, nor between cluster and report."""
     g = ig.graph(PACKAGE)
-    common = (
-        "pipeline.errors",
-        "pipeline.paths",
-        "pipeline.fileio",
-        "pipeline.plain",
-        "pipeline.lifecycle",
-        "pipeline.argv",
-        "pipeline._hydra",
+    assert ig.back_edges(g) == []
+    layers = {ig.layer(m) for m in g}
+    assert layers == {name for name, _ in ig.LAYERS}  # every layer has modules
+    assert ig.layer("pipeline") == "common"  # the package itself: imported by every module
+    for m in ("pipeline.errors", "pipeline.paths", "pipeline.fileio", "pipeline.lifecycle"):
+        assert ig.layer(m) == "common", m
+    assert {m for m in g if ig.layer(m) == "commands"} >= set(ig.COMMANDS)
+
+
+def test_a_back_edge_is_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lazy import of a later folder is a back-edge (config/run.py's of runs.scoring
+    was); cluster and report, one rank, import neither each other; a common module
+    imports no folder."""
+    root = _package(
+        tmp_path,
+        {
+            "errors.py": "",
+            "data/__init__.py": "",
+            "data/api.py": "from ..errors import x\n",
+            "config/__init__.py": "",
+            "config/run.py": "def f():\n    from ..runs import scoring\n",
+            "runs/__init__.py": "",
+            "runs/scoring.py": "from ..config import run\nfrom ..data import api\n",
+            "cluster/__init__.py": "",
+            "cluster/a.py": "from ..report import b\nfrom ..runs import scoring\n",
+            "report/__init__.py": "",
+            "report/b.py": "",
+            "paths.py": "import pipeline.data.api\n",
+        },
     )
-    for m in common:
-        assert not {t for t in g[m] if t.count(".") > 1}, m
-    for m, targets in g.items():
-        if m.startswith(("pipeline.data.", "pipeline.config.")):
-            assert not {t for t in targets if t.startswith("pipeline.report")}, m
+    g = ig.graph(root)
+    assert ig.back_edges(g) == [
+        ("pipeline.cluster.a", "pipeline.report.b"),
+        ("pipeline.config.run", "pipeline.runs.scoring"),
+        ("pipeline.paths", "pipeline.data.api"),
+    ]
+    with pytest.raises(SystemExit) as exc:
+        ig.main([str(root)])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert "pipeline.config.run (config) imports pipeline.runs.scoring (runs)" in err
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

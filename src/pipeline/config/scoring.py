@@ -14,6 +14,10 @@ smallest lambda (``ties="smallest"``: the first best value of the ascending grid
 ``np.argmin`` over the paper's grid and scikit-learn's ``GridSearchCV`` over an ascending
 grid choose; the paper's numbers show this rule, see ``reports/README.md``) or to the
 largest (``ties="largest"``: the more regularized model).
+
+It is part of the run config (:class:`~pipeline.config.run.RunConfig` checks
+``task.metrics`` / ``task.select_by`` against it); the cores of :mod:`pipeline.runs` score
+with it.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config.composition import TIES
 from ..errors import CompositionError
+from .composition import TIES
 
 
 @dataclass(frozen=True)
