@@ -96,6 +96,9 @@ class Birkhoff(ConvexSet):
     name: ClassVar[str] = "birkhoff"
     matrix: ClassVar[bool] = True
     exact_projection: ClassVar[bool] = False  # Sinkhorn / Newton iterations to ``tol``
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    permutation_outputs: ClassVar[bool] = True
 
     def __init__(self, tol: float = 1e-9, max_iter: int = 200, warm_start: bool = False):
         if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):

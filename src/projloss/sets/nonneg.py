@@ -53,6 +53,15 @@ class NonNegative(ConvexSet):
     """
 
     name: ClassVar[str] = "nonneg"
+    separable: ClassVar[bool] = True
+    #: a superset of every encoding's labels (all are nonnegative); unbounded: no decoding
+    encodings: ClassVar[tuple[str, ...]] = (
+        "permutation_matrix",
+        "permutahedron",
+        "cumulative",
+        "indicator",
+        "one_hot",
+    )
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.maximum(theta, 0.0)

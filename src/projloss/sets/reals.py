@@ -42,6 +42,15 @@ class Reals(ConvexSet):
     """
 
     name: ClassVar[str] = "reals"
+    separable: ClassVar[bool] = True
+    #: a superset of every encoding's labels; unbounded: no decoding
+    encodings: ClassVar[tuple[str, ...]] = (
+        "permutation_matrix",
+        "permutahedron",
+        "cumulative",
+        "indicator",
+        "one_hot",
+    )
     geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
     geometry_hint: ClassVar[str] = (
         ". The KL geometry is undefined on R^p (the domain of Psi(u) = <u, log u> is R^p_+): "

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .base import ConvexSet
+from .jacobians import Jacobians
 from .simplex import (
     _check_k,
     check_labels,
@@ -40,6 +41,7 @@ from .simplex import (
     one_hot,
     one_hot_argmax,
     project_simplex,
+    simplex_jacobians,
     softmax,
     xp_one_hot_argmax,
     xp_softmax,
@@ -67,6 +69,21 @@ class RowSimplex(ConvexSet):
 
     name: ClassVar[str] = "row_simplex"
     matrix: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        """One simplex per row: :func:`~projloss.sets.simplex.simplex_jacobians`."""
+        return simplex_jacobians(theta, u, event_shape[-1], geometry)
+
+    def cheap_jacobians(self, geometry: str) -> bool:
+        return True
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return project_simplex(theta, axis=-1)

@@ -84,6 +84,9 @@ class UnitCube(ConvexSet):
     """
 
     name: ClassVar[str] = "unit_cube"
+    separable: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("cumulative", "indicator", "one_hot")
+    decodes: ClassVar[tuple[str, ...]] = ("indicator",)
     fused_check: ClassVar[tuple[str, ...]] = ("euclidean", "kl")
 
     def _project_fused(self, theta: NDArray[np.float64], geometry: str) -> NDArray | None:
@@ -148,3 +151,5 @@ class MatrixCube(UnitCube):
 
     name: ClassVar[str] = "cube"
     matrix: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
