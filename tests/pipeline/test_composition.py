@@ -188,7 +188,7 @@ def test_missing_group_and_unknown_names() -> None:
 def test_knapsack_bounds_must_agree() -> None:
     cfg = config("multilabel", "knapsack", "euclidean", "knapsack", "linear")
     cfg["decoder"] = {**cfg["decoder"], "params": {"lower": 0, "upper": 2}}
-    with pytest.raises(CompositionError, match="same bounds"):
+    with pytest.raises(CompositionError, match="must have the same lower/upper"):
         validate(cfg)
 
 
