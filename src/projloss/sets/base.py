@@ -219,6 +219,23 @@ class ConvexSet(ParamsMixin, ABC):
         self._xp_check(theta)
         return self._xp_argmax(theta, namespace(theta))
 
+    def xp_decode(self, v: Any) -> Any:
+        r"""The structures :math:`\varphi^{-1}(v)` of vertices ``v`` of any array-API library
+        (on ``v``'s device, without validation: ``v`` comes from :meth:`xp_argmax`), equal
+        to :meth:`decode`. Raises ``NotImplementedError`` when the set has no array-API
+        decoding, or when a subclass redefines :meth:`decode` without it (the caller then
+        decodes on the host)."""
+        from .._xp import namespace
+
+        if not _defined_with(type(self), "_xp_decode", "decode"):
+            raise NotImplementedError(
+                f"{type(self).__qualname__} redefines decode without _xp_decode"
+            )
+        return self._xp_decode(v, namespace(v))
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        raise NotImplementedError(f"the set {self.name!r} has no array-API decoding")
+
     def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
         raise NotImplementedError(f"the set {self.name!r} has no array-API projection")
 
@@ -284,6 +301,15 @@ class ConvexSet(ParamsMixin, ABC):
 
     @abstractmethod
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]: ...
+
+
+def _defined_with(cls: type, method: str, other: str) -> bool:
+    """Whether the class that defines ``method`` for ``cls`` (the first in its MRO) is the
+    one that defines ``other``, or a subclass of it: a subclass that redefines ``other``
+    alone must not use an inherited ``method`` written for the parent's ``other``."""
+    owner = next(c for c in cls.__mro__ if method in vars(c))
+    other_owner = next(c for c in cls.__mro__ if other in vars(c))
+    return issubclass(owner, other_owner)
 
 
 def event_axes(matrix: bool) -> tuple[int, ...]:

@@ -233,6 +233,10 @@ class Birkhoff(ConvexSet):
             raise ValueError(f"each row of y must be a permutation of 0..{k - 1}")
         return (labels[..., None] == np.arange(k)).astype(np.float64)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Permutation matrix ``[rank, label]`` -> ranking ``y[rank] = label`` (int64)."""
+        return xp.argmax(v, axis=-1)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Ranking ``y[..., rank] = argmax_label v[..., rank, label]`` (row argmax)."""
         arr = check_array(v, name="v", matrix=True)

@@ -746,6 +746,10 @@ class Knapsack(ConvexSet):
         """The 0/1 label indicator ``(..., k)``, validated against the count bounds."""
         return self._check_indicators(y, "y", k)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """0/1 -> int64 indicators, on ``v``'s device."""
+        return xp.astype(v, xp.int64)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """The label indicator of vertices ``(..., k)`` as int64."""
         return self._check_indicators(v, "v", None).astype(np.int64)

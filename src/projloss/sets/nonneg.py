@@ -106,6 +106,10 @@ class NonNegative(ConvexSet):
             raise ValueError("y must be non-negative to lie in R^p_+")
         return arr
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """The identity (the set's structures are its points)."""
+        return v
+
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
         return check_array(v, name="v")
 

@@ -225,6 +225,10 @@ class OrderSimplex(ConvexSet):
             )
         return _phi(arr.astype(np.int64), int(k))
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Ones then zeros -> class ``1 + #ones`` (int64), on ``v``'s device."""
+        return 1 + xp.astype(xp.sum(v, axis=-1), xp.int64)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """The class :math:`1 + \\#\\{i : v_i = 1\\}` of a vertex ``v`` (shape ``(..., k-1)``)."""
         arr = check_array(v, name="v")

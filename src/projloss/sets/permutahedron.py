@@ -407,6 +407,10 @@ class Permutahedron(ConvexSet):
         w = self.weights(size)
         return _unsort(np.broadcast_to(w, arr.shape).copy(), labels)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Permuted ``w`` -> ranking (descending, ties: first index), on ``v``'s device."""
+        return xp.argsort(-v, axis=-1, stable=True)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """The permutation ``y[rank] = label`` ranking the entries of ``v`` (descending)."""
         arr = check_array(v, name="v")

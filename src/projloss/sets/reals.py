@@ -76,6 +76,10 @@ class Reals(ConvexSet):
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         return check_array(y, name="y")
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """The identity (the set's structures are its points)."""
+        return v
+
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
         return check_array(v, name="v")
 

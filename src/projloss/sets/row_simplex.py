@@ -119,6 +119,10 @@ class RowSimplex(ConvexSet):
             raise ValueError(f"y must have shape (..., k) with k = {k}, got shape {arr.shape}")
         return one_hot(check_labels(arr, size), size)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Row one-hot -> column per row (int64), on ``v``'s device."""
+        return xp.argmax(v, axis=-1)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Column of the 1 of each row: ``(..., k, k)`` row one-hot matrices -> ``(..., k)``."""
         arr = np.asarray(v)

@@ -492,6 +492,10 @@ class Simplex(ConvexSet):
         k = _check_k(k)
         return one_hot(check_labels(y, k), k)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """One-hot -> class in ``0..k-1`` (int64), on ``v``'s device."""
+        return xp.argmax(v, axis=-1)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Class label (int64, shape ``(...)``) of one-hot vertices ``(..., k)``."""
         return decode_one_hot(v)

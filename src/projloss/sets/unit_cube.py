@@ -122,6 +122,10 @@ class UnitCube(ConvexSet):
             raise ValueError(f"y must have shape (..., k, k), got {arr.shape}")
         return arr
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """0/1 -> int64 indicators, on ``v``'s device."""
+        return xp.astype(v, xp.int64)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         return check_binary(v, name="v").astype(np.int64)
 
