@@ -4,10 +4,11 @@ r"""A set that projloss does not ship, in one module: the :math:`\ell_\infty` ba
 
 It is registered the documented way (:func:`projloss.sets.register_set`, on import) and
 says what the rest of projloss asks of a set: the label encodings it contains (0/1
-labels lie in :math:`[-1, 1]^p`: a projection set for the ordinal, multilabel and
-multiclass tasks; its vertices :math:`\{-1, 1\}^p` are no task's outputs, so it decodes
-nothing), its Jacobians for the Newton solver (the diagonal :math:`1[|\theta_j| \le 1]`,
-closed at the kinks: the largest-rank element) and its array-API oracles.
+labels and permutation matrices lie in :math:`[-1, 1]^p`: a projection set for the label
+ranking (as permutation matrices), ordinal, multilabel and multiclass tasks; its
+vertices :math:`\{-1, 1\}^p` are no task's outputs, so it decodes nothing), its
+Jacobians for the Newton solver (the diagonal :math:`1[|\theta_j| \le 1]`, closed at
+the kinks: the largest-rank element) and its array-API oracles.
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ class LinfBall(ConvexSet):
     name: ClassVar[str] = "linf_ball"
     geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
     separable: ClassVar[bool] = True
-    encodings: ClassVar[tuple[str, ...]] = ("cumulative", "indicator", "one_hot")
+    encodings: ClassVar[tuple[str, ...]] = (
+        "permutation_matrix",
+        "cumulative",
+        "indicator",
+        "one_hot",
+    )
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.clip(theta, -1.0, 1.0)

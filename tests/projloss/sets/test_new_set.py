@@ -14,7 +14,7 @@ import pytest
 
 from projloss.estimators import ProjectionMultilabelClassifier
 from projloss.sets import SETS
-from projloss.tasks import check_composition, get_task
+from projloss.tasks import ENCODINGS, check_composition, get_task
 
 
 @pytest.fixture
@@ -37,9 +37,9 @@ def _multilabel(n: int = 60, d: int = 4, k: int = 5) -> tuple[np.ndarray, np.nda
 
 def test_the_tasks_take_it_as_declared(linf_ball):
     assert SETS["linf_ball"] is linf_ball
-    for task in ("ordinal", "multilabel", "multiclass"):
+    for task in ("label_ranking", "ordinal", "multilabel", "multiclass"):
         assert "linf_ball" in get_task(task).projection_sets
-    assert "linf_ball" not in get_task("label_ranking").projection_sets
+    assert "linf_ball" not in ENCODINGS["permutahedron"].projection_sets  # w beyond [-1, 1]
     comp = check_composition("multilabel", "linf_ball", decoding_set="unit_cube")
     assert (comp.projection_set, comp.decoding_set) == ("linf_ball", "unit_cube")
     with pytest.raises(ValueError, match=r"valid geometries for it are \(.euclidean.,\)"):
