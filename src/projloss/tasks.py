@@ -38,7 +38,11 @@ class Encoding:
     name: str
     marginal: str
     target_losses: tuple[str, ...]
-    matrix: bool = False
+
+    @property
+    def matrix(self) -> bool:
+        """Whether the encoded labels are ``k x k`` matrices (the marginal polytope's)."""
+        return SETS[self.marginal].matrix
 
     @property
     def projection_sets(self) -> tuple[str, ...]:
@@ -54,12 +58,10 @@ class Encoding:
         return tuple(sorted(names, key=lambda n: n != self.marginal))
 
     def event_shape(self, k: int) -> tuple[int, ...]:
-        """Shape of one encoded label for ``k`` classes / labels."""
-        if self.matrix:
-            return (k, k)
-        if self.marginal == "order_simplex":
-            return (k - 1,)
-        return (k,)
+        """Shape of one encoded label for ``k`` classes / labels: a point of the marginal
+        polytope (:meth:`ConvexSet.event_shape`: ``(k, k)`` for permutation matrices,
+        ``(k - 1,)`` for the order simplex's cumulative encoding)."""
+        return SETS[self.marginal]().event_shape(k)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,6 @@ PERMUTATION_MATRIX = Encoding(
     name="permutation_matrix",
     marginal="birkhoff",
     target_losses=("hamming", "hamming_ranking"),
-    matrix=True,
 )
 PERMUTAHEDRON = Encoding(
     name="permutahedron",
