@@ -29,6 +29,7 @@ from .sets import (
     kl_project_capped_simplex,
     project_capped_simplex,
     project_simplex,
+    register_set,
     softmax,
 )
 
@@ -44,5 +45,6 @@ __all__ = [
     "kl_project_capped_simplex",
     "project_capped_simplex",
     "project_simplex",
+    "register_set",
     "softmax",
 ]

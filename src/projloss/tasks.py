@@ -29,25 +29,39 @@ class Encoding:
     """One label encoding of a task: the space the projection and decoding sets live in.
 
     ``marginal`` is the registry name of the marginal polytope (the set whose ``encode``
-    gives :math:`\\varphi`); ``projection_sets`` are the supersets of it in the same space;
-    ``decoders`` the valid decoding sets; ``target_losses`` the target losses (first =
-    default).
+    gives :math:`\\varphi`); ``target_losses`` the target losses (first = default). The
+    valid projection and decoding sets are the registered sets that say so
+    (:attr:`ConvexSet.encodings`, :attr:`ConvexSet.decodes`), in registry order: a set
+    added with :func:`projloss.sets.register_set` joins the tasks it declares.
     """
 
     name: str
     marginal: str
-    projection_sets: tuple[str, ...]
-    decoders: tuple[str, ...]
     target_losses: tuple[str, ...]
-    matrix: bool = False
+
+    @property
+    def matrix(self) -> bool:
+        """Whether the encoded labels are ``k x k`` matrices (the marginal polytope's)."""
+        return SETS[self.marginal].matrix
+
+    @property
+    def projection_sets(self) -> tuple[str, ...]:
+        """The registered sets that contain the encoded labels (supersets of the marginal
+        polytope in the same space)."""
+        return tuple(n for n, cls in SETS.items() if self.name in cls.encodings)
+
+    @property
+    def decoders(self) -> tuple[str, ...]:
+        """The registered sets whose vertices encode valid outputs (the marginal polytope
+        first, the paper's decoder)."""
+        names = [n for n, cls in SETS.items() if self.name in cls.decodes]
+        return tuple(sorted(names, key=lambda n: n != self.marginal))
 
     def event_shape(self, k: int) -> tuple[int, ...]:
-        """Shape of one encoded label for ``k`` classes / labels."""
-        if self.matrix:
-            return (k, k)
-        if self.marginal == "order_simplex":
-            return (k - 1,)
-        return (k,)
+        """Shape of one encoded label for ``k`` classes / labels: a point of the marginal
+        polytope (:meth:`ConvexSet.event_shape`: ``(k, k)`` for permutation matrices,
+        ``(k - 1,)`` for the order simplex's cumulative encoding)."""
+        return SETS[self.marginal]().event_shape(k)
 
 
 @dataclass(frozen=True)
@@ -82,39 +96,34 @@ class Task:
 PERMUTATION_MATRIX = Encoding(
     name="permutation_matrix",
     marginal="birkhoff",
-    projection_sets=("reals", "nonneg", "cube", "row_simplex", "birkhoff"),
-    decoders=("birkhoff", "row_simplex", "cube"),
     target_losses=("hamming", "hamming_ranking"),
-    matrix=True,
 )
 PERMUTAHEDRON = Encoding(
     name="permutahedron",
     marginal="permutahedron",
-    projection_sets=("reals", "nonneg", "permutahedron"),
-    decoders=("permutahedron",),
     target_losses=("spearman",),
 )
 CUMULATIVE = Encoding(
     name="cumulative",
     marginal="order_simplex",
-    projection_sets=("reals", "nonneg", "unit_cube", "order_simplex"),
-    decoders=("order_simplex",),
     target_losses=("absolute",),
 )
 INDICATOR = Encoding(
     name="indicator",
     marginal="unit_cube",
-    projection_sets=("reals", "nonneg", "unit_cube", "knapsack"),
-    decoders=("unit_cube", "knapsack"),
     target_losses=("hamming",),
 )
 ONE_HOT = Encoding(
     name="one_hot",
     marginal="simplex",
-    projection_sets=("reals", "nonneg", "unit_cube", "simplex"),
-    decoders=("simplex",),
     target_losses=("zero_one", "loss_matrix"),
 )
+
+#: The label encodings by name (the names a set lists in ``ConvexSet.encodings`` and
+#: ``ConvexSet.decodes``).
+ENCODINGS: dict[str, Encoding] = {
+    e.name: e for e in (PERMUTATION_MATRIX, PERMUTAHEDRON, CUMULATIVE, INDICATOR, ONE_HOT)
+}
 
 TASKS: dict[str, Task] = {
     t.name: t
@@ -240,7 +249,12 @@ def check_composition(
 
 
 def _decodes(target_loss: str, decoder: str) -> bool:
-    return decoder in TARGET_LOSSES[target_loss].decoders
+    """Whether ``target_loss`` decomposes over the vertices of ``decoder``: the loss names
+    the set (``TargetLoss.decoders``) or the set names the loss
+    (:attr:`ConvexSet.target_losses`, a set registered later)."""
+    cls = SETS.get(decoder)
+    own = cls.target_losses if cls is not None else ()
+    return decoder in TARGET_LOSSES[target_loss].decoders or target_loss in own
 
 
 def valid_compositions(task: str) -> list[tuple[str, str, str, str]]:
@@ -264,6 +278,7 @@ def valid_compositions(task: str) -> list[tuple[str, str, str, str]]:
 
 
 __all__ = [
+    "ENCODINGS",
     "TASKS",
     "Composition",
     "Encoding",

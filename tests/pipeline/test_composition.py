@@ -188,7 +188,26 @@ def test_missing_group_and_unknown_names() -> None:
 def test_knapsack_bounds_must_agree() -> None:
     cfg = config("multilabel", "knapsack", "euclidean", "knapsack", "linear")
     cfg["decoder"] = {**cfg["decoder"], "params": {"lower": 0, "upper": 2}}
-    with pytest.raises(CompositionError, match="same bounds"):
+    with pytest.raises(CompositionError, match="must have the same lower/upper"):
+        validate(cfg)
+    # decoder=same decodes with the projection set itself: its bounds, nothing to agree on
+    cfg = config("multilabel", "knapsack", "euclidean", "same", "linear")
+    cfg["set"] = {**cfg["set"], "params": {"lower": 1, "upper": 3}}
+    comp = validate(cfg)
+    assert (comp.decoder, comp.set_params) == ("knapsack", {"lower": 1, "upper": 3})
+    est = make_estimator(comp)
+    assert (est.knapsack_lower, est.knapsack_upper, est.decoding_set) == (1, 3, None)
+
+
+def test_a_set_class_that_cannot_be_imported_is_one_line() -> None:
+    cfg = config("multilabel", "unit_cube", "euclidean", "same", "linear")
+    cfg["set"] = {**cfg["set"], "class": "no_such_module.Set"}
+    with pytest.raises(
+        CompositionError, match="set.class='no_such_module.Set'.*cannot be imported"
+    ):
+        validate(cfg)
+    cfg["set"] = {**cfg["set"], "class": "projloss.sets.Simplex"}  # not the unit cube
+    with pytest.raises(CompositionError, match="is named 'simplex', not 'unit_cube'"):
         validate(cfg)
 
 

@@ -151,6 +151,7 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
         raise CompositionError(f"unknown geometry {geometry!r}; valid geometries: {GEOMETRIES}")
     set_node = _node(cfg, "set")
     dec_node = _node(cfg, "decoder")
+    register_class(set_node)
     set_name, decoder = set_node["name"], dec_node["name"]
     set_params = dict(set_node.get("params") or {})
     decoder_params = dict(dec_node.get("params") or {})
@@ -208,13 +209,14 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
             f"invalid composition (task={task}, set={set_name}, geometry={geometry}, "
             f"decoder={dec_node['name']}): {exc}"
         ) from None
-    if comp.projection_set == comp.decoding_set == "knapsack" and _knapsack(set_params) != (
-        _knapsack(decoder_params)
-    ):
-        raise CompositionError(
-            f"set=knapsack and decoder=knapsack must have the same bounds (the estimator takes "
-            f"one pair), got set.params={set_params} and decoder.params={decoder_params}"
-        )
+    if dec_node["name"] != "same" and comp.projection_set == comp.decoding_set:
+        # the parameters the estimators take as their own (the knapsack's bounds): one value
+        if _lifted(set_name, set_params) != _lifted(set_name, decoder_params):
+            raise CompositionError(
+                f"set={set_name} and decoder={set_name} must have the same "
+                f"{'/'.join(_estimator_params(set_name))} (the estimator takes one value), got "
+                f"set.params={set_params} and decoder.params={decoder_params}"
+            )
     if model == "poly":
         degree = model_params.get("degree")
         if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
@@ -252,8 +254,45 @@ def check_torch(device: str = "auto") -> None:
             raise CompositionError(f"model.device=cuda: {exc}") from None
 
 
-def _knapsack(params: Mapping[str, Any]) -> tuple[Any, Any]:
-    return params.get("lower", 0), params.get("upper", "auto")
+def register_class(node: Mapping[str, Any]) -> None:
+    """Register the set that a ``conf/set/<name>.yaml`` names by its ``class`` (an import
+    path, ``package.module.Class``) under its ``name`` (:func:`projloss.sets.register_set`):
+    a set defined outside projloss needs only its module and its conf file. A class that
+    cannot be imported, or that is not that set, is a :class:`CompositionError`."""
+    import importlib
+
+    from projloss.sets import register_set
+
+    path = node.get("class")
+    if path is None:
+        return
+    module, _, attr = str(path).rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise CompositionError(
+            f"set.class={path!r} (conf/set/{node['name']}.yaml) cannot be imported: {exc}"
+        ) from None
+    try:
+        register_set(cls, node["name"])
+    except (TypeError, ValueError) as exc:
+        raise CompositionError(f"set.class={path!r}: {exc}") from None
+
+
+def _estimator_params(name: str) -> dict[str, tuple[str, Any]]:
+    """The set's parameters that the estimators take as their own
+    (:attr:`projloss.sets.base.ConvexSet.estimator_params`), none for a name that is not
+    a registered set (``round``, ``median``)."""
+    from projloss.sets import SETS
+
+    cls = SETS.get(name)
+    return dict(cls.estimator_params) if cls is not None else {}
+
+
+def _lifted(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``{estimator argument: value}`` of the set's :func:`_estimator_params` in
+    ``params`` (their defaults when absent)."""
+    return {arg: params.get(p, default) for p, (arg, default) in _estimator_params(name).items()}
 
 
 def _set_argument(name: str, params: Mapping[str, Any]) -> Any:
@@ -300,14 +339,12 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
     elif comp.model == "poly":
         kwargs["degree"] = int(mp.get("degree", 2))
         kwargs["coef0"] = float(mp.get("coef0", 1.0))
-    set_params = dict(comp.set_params)
-    knapsack = None
-    if comp.set == "knapsack":
-        knapsack = _knapsack(set_params)
-        set_params = {}
-    elif comp.decoder == "knapsack":
-        knapsack = _knapsack(comp.decoder_params)
-    w = set_params.pop("w", None) if comp.set == "permutahedron" else None
+    # the sets' parameters that the estimators take as their own (the knapsack's bounds,
+    # the permutahedron's w): the projection set's, else the decoding set's
+    lifted = {**_lifted(comp.decoder, comp.decoder_params), **_lifted(comp.set, comp.set_params)}
+    own = _estimator_params(comp.set)
+    set_params = {k: v for k, v in comp.set_params.items() if k not in own}
+    w = lifted.get("w")
     projection = _set_argument(comp.set, set_params)
     decoding = None if comp.decoder == comp.set else comp.decoder
     if comp.model in NEURAL_MODELS:
@@ -317,8 +354,10 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
         if comp.task == "label_ranking":
             extra["w"] = None if w is None else np.asarray(w, dtype=np.float64)
         elif comp.task == "multilabel":
-            lower, upper = knapsack if knapsack is not None else (0, "auto")
-            extra.update(knapsack_lower=int(lower), knapsack_upper=upper)
+            lower = lifted.get("knapsack_lower", 0)
+            extra.update(
+                knapsack_lower=int(lower), knapsack_upper=lifted.get("knapsack_upper", "auto")
+            )
         return MLP_ESTIMATORS[comp.task](
             projection_set=projection, decoding_set=decoding, **extra, **kwargs
         )
@@ -334,12 +373,11 @@ def make_estimator(comp: Composition, alpha: float | None = None, warm_start: bo
             projection_set=projection, decoding_set=decoding, **kwargs
         )
     if comp.task == "multilabel":
-        lower, upper = knapsack if knapsack is not None else (0, "auto")
         return E.ProjectionMultilabelClassifier(
             projection_set=projection,
             decoding_set=decoding,
-            knapsack_lower=int(lower),
-            knapsack_upper=upper,
+            knapsack_lower=int(lifted.get("knapsack_lower", 0)),
+            knapsack_upper=lifted.get("knapsack_upper", "auto"),
             **kwargs,
         )
     return E.ProjectionClassifier(projection_set=projection, decoding_set=decoding, **kwargs)

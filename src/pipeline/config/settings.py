@@ -30,7 +30,7 @@ RUN_KEYS = (
 GROUP_KEYS: dict[str, tuple[str, ...]] = {
     "lambdas": ("high", "low", "num", "ties"),
     "geometry": ("name",),
-    "set": ("name", "params"),
+    "set": ("class", "name", "params"),
     "decoder": ("name", "params"),
     "task": ("datasets", "decoder", "metrics", "name", "select_by", "sweep", "target_loss"),
     "report": ("dir",),

@@ -219,10 +219,22 @@ def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
         out["split"] = data.get("ordinal_split", 0)
     if comp.task == "multilabel":
         out["drop_empty"] = bool(data.get("drop_empty", False))
-        if "knapsack" in (comp.set, comp.decoder):
-            bounds = comp.set_params if comp.set == "knapsack" else comp.decoder_params
-            out["knapsack"] = f"{bounds.get('lower', 0)}..{bounds.get('upper', 'auto')}"
+    out.update(_set_run_params(comp))
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in out.items()}
+
+
+def _set_run_params(comp: Composition) -> dict[str, str]:
+    """The parameters the projection and decoding sets show in a run
+    (:meth:`projloss.sets.base.ConvexSet.run_params`, e.g. ``knapsack: 0..auto``), the
+    projection set's over the decoding set's."""
+    from projloss.sets import SETS
+
+    out: dict[str, str] = {}
+    for name, params in ((comp.decoder, comp.decoder_params), (comp.set, comp.set_params)):
+        cls = SETS.get(name)
+        if cls is not None:
+            out.update(cls.run_params(dict(params)))
+    return out
 
 
 def lambda_params(tuned: Mapping[str, Any]) -> dict[str, str]:
@@ -413,9 +425,14 @@ def _is_permutation(Y: np.ndarray) -> np.ndarray:
     return np.all(np.sort(Y, axis=1) == np.arange(k), axis=1)
 
 
-#: decoders whose label-ranking outputs are permutations (the others decode into a set of
-#: matrices: the cube's 0/1 matrices, the row simplex's one-hot rows)
-PERMUTATION_DECODERS = ("birkhoff", "permutahedron")
+def _permutation_decoder(decoder: str | None) -> bool:
+    """Whether the decoder's outputs are permutations (``ConvexSet.permutation_outputs``:
+    the Birkhoff polytope, the permutahedron; the others decode into a set of matrices:
+    the cube's 0/1 matrices, the row simplex's one-hot rows)."""
+    from projloss.sets import SETS
+
+    cls = SETS.get(decoder) if decoder is not None else None
+    return cls is not None and cls.permutation_outputs
 
 
 def structure_tag(problem: str | None) -> str:
@@ -447,7 +464,7 @@ def structure_problem(task: str, y_pred: Any, decoder: str | None = None) -> str
     """What is wrong with a run's test predictions, or None: label-ranking predictions
     that rank no label at all (all-zero matrices, which the cube decodes when no entry
     passes its threshold) or that are not permutations although the decoder returns
-    permutations (``PERMUTATION_DECODERS``); any task: all the same structure (a
+    permutations (``ConvexSet.permutation_outputs``); any task: all the same structure (a
     constant predictor).
 
     Examples
@@ -472,7 +489,7 @@ def structure_problem(task: str, y_pred: Any, decoder: str | None = None) -> str
             problems.append(
                 f"{zeros} of {n} test predictions are all-zero matrices (no label ranked)"
             )
-        elif decoder in PERMUTATION_DECODERS:
+        elif _permutation_decoder(decoder):
             valid = _is_permutation_matrix(Y) if Y.ndim == 3 else _is_permutation(Y)
             if not valid.all():
                 problems.append(

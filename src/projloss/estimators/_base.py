@@ -236,6 +236,7 @@ class ProjectionEstimatorBase(BaseEstimator):
         self.intercept_ = res.intercept
         self.n_iter_ = res.n_iter
         self.n_iter_newton_ = res.n_iter_newton
+        self.n_jacobians_ = dict(res.n_jacobians)
         self.objective_ = res.objective
         self.converged_ = res.converged
         return self

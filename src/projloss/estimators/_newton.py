@@ -30,11 +30,13 @@ Hessian
 .. math::
     H = \frac1n \sum_i J_i \otimes \tilde g_i \tilde g_i^\top + \alpha I_{\mathrm{pen}},
 
-:math:`J_i` a Jacobian of the projection at :math:`\theta_i`: for the Euclidean
-permutahedron the exact one (:func:`permutahedron_jacobians`, the largest-rank element at a
-kink: without this choice the method stalls, since the regularizer pushes many samples
-exactly onto the kink of their zero-loss region); for the other sets ``p`` forward
-differences of the batched projection. The Hessian-vector products are exact (two matrix
+:math:`J_i` a Jacobian of the projection at :math:`\theta_i`: the set's own
+(:meth:`projloss.sets.base.ConvexSet.projection_jacobians`, :mod:`projloss.sets.jacobians`;
+exact, and at a kink the largest-rank element of the generalized Jacobian: without this
+choice the method stalls, since the regularizer pushes many samples exactly onto the kink
+of their zero-loss region), else finite differences of the batched projection (the
+solver reports which: ``n_jacobians`` of :func:`newton_fit`); this module knows no set
+class. The Hessian-vector products are exact (two matrix
 products). The preconditioner is the exact inverse of :math:`H` (with the intercept
 penalized, i.e. :math:`H` itself for a penalized intercept) on the columns of the basis
 whose curvature :math:`\sigma_j^2/n` is at least :data:`TRUNCATE` times :math:`\alpha` and
@@ -76,23 +78,9 @@ from scipy.optimize import OptimizeResult
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
-from ..sets.knapsack import Knapsack
-from ..sets.nonneg import NonNegative
-from ..sets.order_simplex import OrderSimplex
-from ..sets.permutahedron import Permutahedron
-from ..sets.reals import Reals
-from ..sets.row_simplex import RowSimplex
-from ..sets.simplex import Simplex
-from ..sets.unit_cube import UnitCube
+from ..sets.jacobians import DiagonalMinusRankOne
 from ._sparse_gram import PairGram, pair_gram
 from ._sparse_products import csr_matmul, csr_t_matmul
-
-#: the separable sets: diagonal Jacobians, a Hessian block diagonal over the outputs
-SEPARABLE = (UnitCube, NonNegative, Reals)
-
-#: the simplex and its products (one simplex per row): Jacobians diagonal minus rank one
-#: per row (:func:`simplex_jacobians`), ``O(n p)`` whatever the number of outputs
-SIMPLICES = (Simplex, RowSimplex)
 
 #: the largest output size of a non-separable set for the L-BFGS fallback (e.g. the
 #: knapsack polytope of cal500's 174 labels: 174 x 174 Jacobians per sample)
@@ -100,11 +88,6 @@ MAX_COUPLED_OUTPUTS = 64
 
 #: relative cutoff of the singular values kept (see the module docstring)
 CUTOFF = 1e-12
-
-#: pools of the permutahedron (the order simplex) whose values differ by at most this,
-#: relative to ``1 + max |theta|``, are merged in the Jacobian (see
-#: :func:`permutahedron_jacobians`, :func:`order_simplex_jacobians`)
-MERGE = 1e-9
 
 #: the preconditioner is refactored when the previous solve took more CG iterations
 REUSE_CG = 10
@@ -177,39 +160,6 @@ COARSE_FULL = 64
 COARSE_OVERSAMPLE, COARSE_POWER = 8, 2
 
 Precond = Callable[[NDArray[np.float64]], NDArray[np.float64]]
-
-
-@dataclass
-class DiagonalMinusRankOne:
-    r"""Jacobians :math:`J_i = \mathrm{diag}(d_i) - \sum_r v_{ir} v_{ir}^\top`, ``d`` and
-    ``v`` of shape ``(n, p)``, the outputs cut into ``blocks`` consecutive blocks of equal
-    size and :math:`v_{ir}` the part of :math:`v_i` on block ``r`` (zero elsewhere): the
-    Euclidean knapsack polytope's (one block, :func:`knapsack_jacobians`), the simplex's
-    and the row simplex's (one block per row, :func:`simplex_jacobians`)."""
-
-    d: NDArray[np.float64]
-    v: NDArray[np.float64]
-    blocks: int = 1
-
-    def apply(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``J_i t_i`` for the rows ``t_i`` of ``T`` ``(n, p)``: ``O(n p)``."""
-        if self.blocks == 1:
-            return self.d * T - self.v * np.sum(self.v * T, axis=1, keepdims=True)
-        n, p = T.shape
-        V = self.v.reshape(n, self.blocks, -1)
-        dots = np.sum(V * T.reshape(V.shape), axis=2, keepdims=True)
-        return self.d * T - (V * dots).reshape(n, p)
-
-    def dense(self) -> NDArray[np.float64]:
-        """The ``(n, p, p)`` matrices (for tests)."""
-        n, p = self.d.shape
-        J = np.zeros((n, p, p))
-        J[:, np.arange(p), np.arange(p)] = self.d
-        size = p // self.blocks
-        for r in range(self.blocks):
-            b = slice(r * size, (r + 1) * size)
-            J[:, b, b] -= self.v[:, b, None] * self.v[:, None, b]
-        return J
 
 
 _BASIS_CACHE: dict[str, tuple[str, SpectralBasis]] = {}
@@ -316,15 +266,12 @@ def spectral_basis(F_pen: NDArray[np.float64], cutoff: float = CUTOFF) -> Spectr
 
 
 def affordable(projection_set: ConvexSet, p: int, geometry: str = "euclidean") -> bool:
-    """Whether the Newton method is cheap for this set and output size: separable sets
-    (diagonal Jacobians) and the Euclidean knapsack polytope (diagonal minus rank one)
-    always; otherwise ``(p, p)`` Jacobians per sample and a Hessian coupling the outputs,
-    up to :data:`MAX_COUPLED_OUTPUTS` outputs."""
-    if isinstance(projection_set, SEPARABLE + SIMPLICES):
-        return True
-    if isinstance(projection_set, Knapsack) and geometry == "euclidean":
-        return True
-    return p <= MAX_COUPLED_OUTPUTS
+    """Whether the Newton method is cheap for this set and output size: a set whose
+    Jacobians cost ``O(p)`` per sample (:meth:`ConvexSet.cheap_jacobians`: the separable
+    sets, the simplices, the Euclidean knapsack polytope) always; otherwise ``(p, p)``
+    Jacobians per sample and a Hessian coupling the outputs, up to
+    :data:`MAX_COUPLED_OUTPUTS` outputs."""
+    return projection_set.cheap_jacobians(geometry) or p <= MAX_COUPLED_OUTPUTS
 
 
 def sparse_blocks_fit(m: int, p: int) -> bool:
@@ -361,119 +308,6 @@ def output_diagonals(J: NDArray | DiagonalMinusRankOne) -> NDArray[np.float64]:
     if isinstance(J, DiagonalMinusRankOne):
         return np.maximum(J.d - J.v * J.v, 0.0)
     return J if J.ndim == 2 else np.einsum("iaa->ia", J)
-
-
-def knapsack_jacobians(
-    projection_set: Knapsack, theta: NDArray[np.float64], u: NDArray[np.float64]
-) -> DiagonalMinusRankOne:
-    r"""Jacobians of the Euclidean projection onto the knapsack polytope (Proposition 3),
-    ``(n, p)`` rows ``theta`` and their projections ``u``.
-
-    Inside the budget (the sum of :math:`\mathrm{clip}(\theta, 0, 1)` in :math:`[l, u]`)
-    the projection is the clip: :math:`J = \mathrm{diag}(1_F)`, :math:`F` the coordinates
-    with :math:`0 \le \theta_i \le 1` (closed: at a kink, the curved side, the
-    largest-rank element of the generalized Jacobian). On a capped simplex
-    (:math:`u = \mathrm{clip}(\theta - \tau, 0, 1)`, :math:`\sum u = m` fixed) the free
-    coordinates :math:`F = \{0 < u_i < 1\}` move with :math:`\theta` less their mean:
-    :math:`J = \mathrm{diag}(1_F) - 1_F 1_F^\top / |F|`. ``O(n p)``, no ``(p, p)``
-    matrix."""
-    p = theta.shape[1]
-    lo, hi = projection_set._bounds(p)
-    total = np.clip(theta, 0.0, 1.0).sum(axis=1)
-    capped = (total > hi) | (total < lo)
-    inside = (theta >= 0.0) & (theta <= 1.0)
-    free = np.where(capped[:, None], (u > 0.0) & (u < 1.0), inside)
-    d = free.astype(np.float64)
-    size = d.sum(axis=1, keepdims=True)
-    v = np.where(capped[:, None] & free, 1.0 / np.sqrt(np.maximum(size, 1.0)), 0.0)
-    return DiagonalMinusRankOne(d, v)
-
-
-def simplex_jacobians(
-    theta: NDArray[np.float64], u: NDArray[np.float64], k: int, geometry: str
-) -> DiagonalMinusRankOne:
-    r"""Jacobians of the projection onto the simplex, or onto each row of a row-simplex
-    point (``(n, p)`` rows ``theta``, their projections ``u``, ``p / k`` simplices of size
-    ``k`` per row). KL (the softmax): :math:`J = \mathrm{diag}(u) - u u^\top` per simplex.
-    Euclidean (sparsemax, Martins & Astudillo 2016): :math:`J = \mathrm{diag}(1_S) -
-    1_S 1_S^\top / |S|` with :math:`S` the support :math:`\{j: \theta_j \ge \tau\}`,
-    :math:`\tau` the threshold of the projection :math:`u = (\theta - \tau)_+`, closed
-    (ties within :data:`MERGE` counted in: at a kink, the largest-rank element of the
-    generalized Jacobian, as for the permutahedron). ``O(n p)``."""
-    n, p = theta.shape
-    blocks = p // k
-    if geometry == "kl":
-        return DiagonalMinusRankOne(u.copy(), u.copy(), blocks)
-    T, U = theta.reshape(n, blocks, k), u.reshape(n, blocks, k)
-    positive = U > 0.0
-    count = np.maximum(positive.sum(axis=2, keepdims=True), 1)
-    tau = (np.sum(np.where(positive, T, 0.0), axis=2, keepdims=True) - 1.0) / count
-    support = positive | (T >= tau - MERGE * (1.0 + np.abs(T).max(axis=2, keepdims=True)))
-    size = support.sum(axis=2, keepdims=True)
-    d = support.astype(np.float64)
-    v = d / np.sqrt(np.maximum(size, 1))
-    return DiagonalMinusRankOne(d.reshape(n, p), v.reshape(n, p), blocks)
-
-
-def permutahedron_jacobians(
-    theta: NDArray[np.float64], u: NDArray[np.float64], tol: float
-) -> NDArray[np.float64]:
-    r"""Jacobians of the Euclidean projection onto the permutahedron, ``(n, k, k)``.
-
-    :math:`P(\theta)_\sigma = s - v` with :math:`v` the isotonic regression of
-    :math:`s - w` (``projloss.sets.permutahedron``), constant on pools of consecutive
-    sorted entries: :math:`\partial P = I - B`, with :math:`B` the averaging over each
-    pool. Pools are read from :math:`v = \theta - u` (equal on a pool); two neighbouring
-    pools whose values differ by at most ``tol`` are merged: at a kink this picks the
-    element of the generalized Jacobian with the largest rank (the curvature of the piece
-    the sample is about to enter), which keeps the Newton step from jumping over it."""
-    n, k = theta.shape
-    order = np.argsort(-theta, axis=1, kind="stable")
-    v = np.take_along_axis(theta - u, order, axis=1)
-    new_pool = np.abs(np.diff(v, axis=1)) > tol
-    pool = np.concatenate([np.zeros((n, 1), dtype=np.intp), np.cumsum(new_pool, axis=1)], 1)
-    same = pool[:, :, None] == pool[:, None, :]
-    B = same / same.sum(axis=2, keepdims=True)
-    Js = np.eye(k) - B  # in sorted order
-    inv = np.argsort(order, axis=1)
-    J = np.take_along_axis(Js, inv[:, :, None], axis=1)
-    return np.take_along_axis(J, inv[:, None, :], axis=2)
-
-
-def order_simplex_jacobians(
-    theta: NDArray[np.float64], u: NDArray[np.float64], tol: float
-) -> NDArray[np.float64]:
-    r"""Jacobians of the Euclidean projection onto the order simplex, ``(n, p, p)``.
-
-    :math:`P(\theta) = \mathrm{clip}(v, 0, 1)` with :math:`v` the decreasing isotonic
-    regression of :math:`\theta` (``projloss.sets.order_simplex``): :math:`v` is the mean
-    of :math:`\theta` on each pool of consecutive coordinates, so :math:`\partial P` is
-    the averaging over each pool whose mean lies in :math:`[0, 1]` and 0 on the others
-    (clipped). Pools are read from :math:`u = P(\theta)` (equal on a pool; neighbours
-    within ``tol`` merged), a pool's mean from :math:`\theta`; a mean within ``tol`` of 0
-    or 1 (a kink) counts as inside: the element of the generalized Jacobian with the
-    largest rank, as for the box. Replaces ``p + 1`` projections and an
-    eigendecomposition per sample (:meth:`_BasisProblem.difference_jacobians`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> theta = np.array([[1.4, 0.3, 0.5, -0.2]])  # pools {0}, {1, 2}, {3}
-    >>> u = np.array([[1.0, 0.4, 0.4, 0.0]])
-    >>> print(order_simplex_jacobians(theta, u, 1e-9)[0])
-    [[0.  0.  0.  0. ]
-     [0.  0.5 0.5 0. ]
-     [0.  0.5 0.5 0. ]
-     [0.  0.  0.  0. ]]
-    """
-    n = theta.shape[0]
-    new_pool = np.abs(np.diff(u, axis=1)) > tol
-    pool = np.concatenate([np.zeros((n, 1), dtype=np.intp), np.cumsum(new_pool, axis=1)], 1)
-    same = pool[:, :, None] == pool[:, None, :]
-    size = same.sum(axis=2)
-    mean = np.einsum("iab,ib->ia", same, theta) / size
-    inside = (mean >= -tol) & (mean <= 1.0 + tol)
-    return same * (inside / size)[:, :, None]
 
 
 class _BasisProblem:
@@ -519,6 +353,8 @@ class _BasisProblem:
         self.phi, self.set, self.geometry = phi, projection_set, geometry
         self.event_shape, self.alpha = event_shape, alpha
         self.nfev = 0
+        #: the Jacobians computed, by source (:meth:`jacobians`)
+        self.n_jacobians = {"set": 0, "differences": 0}
         self._gram: NDArray[np.float64] | None = None  # G~ G~^T, for the capacitance matrix
         self._restricted: dict[tuple[int, int], _BasisProblem] = {}
         #: the columns of the features are orthogonal, by decreasing norm (a spectral basis)
@@ -574,19 +410,19 @@ class _BasisProblem:
     def jacobians(
         self, theta: NDArray[np.float64], u: NDArray[np.float64]
     ) -> NDArray | DiagonalMinusRankOne:
-        """``(n, p, p)`` Jacobians, their diagonals ``(n, p)`` for the separable sets, or
-        :class:`DiagonalMinusRankOne` for the Euclidean knapsack polytope, the simplex and
-        the row simplex."""
-        if isinstance(self.set, SEPARABLE):
+        """The set's own Jacobians (:meth:`ConvexSet.projection_jacobians`: exact, in the
+        cheapest layout), else finite differences of the projection: their diagonals
+        ``(n, p)`` for a separable set (:meth:`diagonal_jacobians`), ``(n, p, p)``
+        matrices otherwise (:meth:`difference_jacobians`). Counted in :attr:`n_jacobians`
+        by source (``"set"`` or ``"differences"``: the solver's report of which path it
+        took)."""
+        J = self.set.projection_jacobians(theta, u, self.geometry, self.event_shape)
+        if J is not None:
+            self.n_jacobians["set"] += 1
+            return J
+        self.n_jacobians["differences"] += 1
+        if self.set.separable:
             return self.diagonal_jacobians(theta, u)
-        if isinstance(self.set, Knapsack) and self.geometry == "euclidean":
-            return knapsack_jacobians(self.set, theta, u)
-        if isinstance(self.set, SIMPLICES):
-            return simplex_jacobians(theta, u, self.event_shape[-1], self.geometry)
-        if isinstance(self.set, Permutahedron) and self.geometry == "euclidean":
-            return permutahedron_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
-        if isinstance(self.set, OrderSimplex) and self.geometry == "euclidean":
-            return order_simplex_jacobians(theta, u, MERGE * (1.0 + float(np.abs(theta).max())))
         return self.difference_jacobians(theta, u)
 
     def diagonal_jacobians(
@@ -1296,7 +1132,9 @@ def newton_fit(
     (with the column of 1s for a penalized intercept, or without it and
     ``ones_column=True``: for sparse features no stacked copy), dense or sparse. Returns
     ``x`` = the solution in the original coordinates, ``nit`` Newton iterations (over all
-    the stages, at most ``max_iter``), ``success`` whether the gradient rule was met.
+    the stages, at most ``max_iter``), ``success`` whether the gradient rule was met,
+    ``n_jacobians`` the Jacobians computed by source (``{"set": .., "differences": ..}``:
+    the set's own or finite differences, :meth:`_BasisProblem.jacobians`).
 
     ``continuation=True`` (a cold start): solve along :func:`continuation_path`, from the
     regularization where the data term stops dominating down to ``alpha``, each stage
@@ -1397,4 +1235,5 @@ def newton_fit(
         n_factor=total.n_factor,
         n_dropped=basis.n_dropped,
         n_stages=stages,
+        n_jacobians=dict(problem.n_jacobians),
     )

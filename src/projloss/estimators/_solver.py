@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -36,7 +36,6 @@ from threadpoolctl import ThreadpoolController
 
 from ..losses import loss_from_projection
 from ..sets import ConvexSet
-from ..sets.knapsack import Knapsack
 from ._newton import SparseDerived, affordable, newton_fit, sparse_derived
 
 T = TypeVar("T")
@@ -75,6 +74,10 @@ class FitResult:
     n_evals: int = 0
     #: the Newton method's share of ``n_iter`` (0 when L-BFGS alone ran)
     n_iter_newton: int = 0
+    #: the Jacobians of the projection the Newton method computed, by source: ``"set"``
+    #: (the set's own, :meth:`ConvexSet.projection_jacobians`) or ``"differences"``
+    #: (finite differences of the projection)
+    n_jacobians: dict[str, int] = field(default_factory=lambda: {"set": 0, "differences": 0})
 
 
 @dataclass
@@ -185,7 +188,8 @@ def newton_first_pays(
       and Newton from zero along a continuation path is not cheaper (vowel: 0.39 s ->
       0.47 s at ``alpha = 1e-4``): L-BFGS first.
 
-    Except the knapsack polytope with dense features: its Jacobians couple the outputs of
+    Except a set that says so (``ConvexSet.newton_first = False``), the knapsack polytope,
+    with dense features: its Jacobians couple the outputs of
     the samples whose budget is active, and the Newton steps stall at the kinks of its
     projection (birds at ``alpha <= 1e-3``: steps ~1e-3, then the fallback to L-BFGS
     then Newton after :data:`NEWTON_FIRST_ITER` iterations; the knapsack/knapsack tune
@@ -196,7 +200,7 @@ def newton_first_pays(
         return False
     if sp.issparse(F):
         return True
-    if isinstance(projection_set, Knapsack):
+    if not projection_set.newton_first:  # its own word (ConvexSet.newton_first)
         return False
     return not cold or geometry == "euclidean"
 
@@ -391,7 +395,7 @@ def fit_projection_model(
             Fd = np.asarray(F, dtype=np.float64)
             if penalized:
                 Fd = np.hstack([Fd, np.ones((n, 1))])
-        return newton_fit(
+        out = newton_fit(
             Fd,
             phi_flat,
             projection_set,
@@ -406,8 +410,12 @@ def fit_projection_model(
             ones_column=ones_column,
             derived=derived,
         )
+        for source, count in out.n_jacobians.items():
+            n_jacobians[source] += count
+        return out
 
     n_iter_newton = 0
+    n_jacobians = {"set": 0, "differences": 0}
     cold = coef_init is None and intercept_init is None
     first = None  # a Newton-first attempt
     if newton_first is None:
@@ -488,4 +496,5 @@ def fit_projection_model(
         str(res.message),
         n_evals,
         n_iter_newton,
+        n_jacobians,
     )

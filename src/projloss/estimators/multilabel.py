@@ -114,6 +114,10 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         ``max_iter``).
     n_iter_newton_ : int
         The Newton method's share of ``n_iter_`` (0 when L-BFGS alone fitted the model).
+    n_jacobians_ : dict
+        The Jacobians of the projection the Newton method computed, by source:
+        ``"set"`` (the set's own, ``ConvexSet.projection_jacobians``) or
+        ``"differences"`` (finite differences of the projection).
     converged_ : bool
         Whether the solver met its tolerance (False: it stopped at ``max_iter``; a
         ``ConvergenceWarning`` was emitted).

@@ -12,6 +12,16 @@ as functions, on any axis and without input validation:
 - :func:`projloss.isotonic.isotonic_regression` and :func:`projloss.isotonic.isotonic_kl`:
   the isotonic problems behind the permutahedron and the order simplex.
 
+Adding a set
+------------
+A set is one module: a subclass of :class:`ConvexSet` (its oracles, and what the rest of
+projloss asks of it: the label encodings it serves, its Jacobians for the Newton solver,
+its array-API oracles for :mod:`projloss.torch`; see :mod:`projloss.sets.base`),
+registered under its :attr:`~ConvexSet.name` with :func:`register_set` (in :data:`SETS`,
+so that :func:`get_set`, the estimators and :func:`projloss.tasks.check_composition` know
+it). The pipeline adds its conf file ``conf/set/<name>.yaml`` with ``name`` and ``class``
+(the class's import path: the pipeline imports it and registers the class) and ``params``.
+
 Examples
 --------
 >>> import numpy as np
@@ -38,7 +48,7 @@ from .row_simplex import RowSimplex
 from .simplex import Simplex, project_simplex, softmax
 from .unit_cube import MatrixCube, UnitCube
 
-#: Registry: name -> class. Extended by each set module as it lands.
+#: Registry: name -> class (:func:`register_set` adds to it).
 SETS: dict[str, type[ConvexSet]] = {
     cls.name: cls
     for cls in (
@@ -54,6 +64,35 @@ SETS: dict[str, type[ConvexSet]] = {
         Birkhoff,
     )
 }
+
+
+def register_set(cls: type[ConvexSet], name: str | None = None) -> type[ConvexSet]:
+    """Register the set class ``cls`` under ``name`` (default: its ``name`` attribute) in
+    :data:`SETS`; returns ``cls`` (usable as a class decorator). Registering the same class
+    again is a no-op; another class under a taken name is an error.
+
+    Examples
+    --------
+    >>> class Box(UnitCube):
+    ...     name = "my_box"
+    >>> register_set(Box) is Box and SETS["my_box"] is Box
+    True
+    >>> del SETS["my_box"]
+    """
+    if not (isinstance(cls, type) and issubclass(cls, ConvexSet)):
+        raise TypeError(f"a set must be a subclass of ConvexSet, got {cls!r}")
+    key = cls.name if name is None else name
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"a set needs a non-empty name, got {key!r}")
+    if key != cls.name:
+        raise ValueError(f"the set {cls.__qualname__} is named {cls.name!r}, not {key!r}")
+    known = SETS.get(key)
+    if known is not None and known is not cls:
+        raise ValueError(
+            f"the set name {key!r} is taken by {known.__module__}.{known.__qualname__}"
+        )
+    SETS[key] = cls
+    return cls
 
 
 def get_set(name: str, **params: Any) -> ConvexSet:
@@ -82,5 +121,6 @@ __all__ = [
     "kl_project_capped_simplex",
     "project_capped_simplex",
     "project_simplex",
+    "register_set",
     "softmax",
 ]

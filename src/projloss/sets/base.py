@@ -27,9 +27,24 @@ float32 or float64; NumPy arrays), written once per set in the set's own module
   product of a backward pass (:mod:`projloss.torch`);
 - ``xp_argmax(theta)``: the MAP oracle, equal to :meth:`ConvexSet.argmax`.
 
-A set implements ``_xp_project``, ``_xp_project_jvp`` and ``_xp_argmax``; the public
-methods check the shape and geometry first. ``projloss.torch`` is the user-facing face
-(functions, ``nn.Module`` losses, autograd).
+A set implements ``_xp_project``, ``_xp_project_jvp``, ``_xp_argmax`` and ``_xp_decode``;
+the public methods check the shape and geometry first. ``projloss.torch`` is the
+user-facing face (functions, ``nn.Module`` losses, autograd).
+
+What the rest of projloss (and the pipeline) needs to know about a set, it asks the set
+(no list of set classes anywhere else):
+
+- the solver: :meth:`ConvexSet.projection_jacobians` (the Jacobians of the projection
+  for the Newton method, :mod:`projloss.sets.jacobians`; ``None``: finite differences),
+  :meth:`ConvexSet.cheap_jacobians`, :attr:`ConvexSet.separable`,
+  :attr:`ConvexSet.exact_projection`, :attr:`ConvexSet.newton_first`;
+- the task validation (:mod:`projloss.tasks`): :attr:`ConvexSet.encodings` (the label
+  encodings whose labels the set contains: a valid projection set),
+  :attr:`ConvexSet.decodes` (those whose structures its vertices are: a valid decoding
+  set), :attr:`ConvexSet.target_losses`;
+- the estimators and the pipeline: :attr:`ConvexSet.estimator_params` (parameters the
+  estimators take as their own), :meth:`ConvexSet.run_params` (the MLflow view),
+  :attr:`ConvexSet.permutation_outputs`.
 """
 
 from __future__ import annotations
@@ -42,6 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._params import ParamsMixin
 from .._validation import check_array, check_geometry
+from .jacobians import Jacobians
 
 
 class ConvexSet(ParamsMixin, ABC):
@@ -67,6 +83,37 @@ class ConvexSet(ParamsMixin, ABC):
     #: False for an iterative solver stopped at a tolerance (the Birkhoff polytope), whose
     #: differences are too noisy for a Newton method's Jacobians.
     exact_projection: ClassVar[bool] = True
+    #: True when the projection acts on each coordinate alone (the box, the orthant,
+    #: :math:`\mathbb{R}^p`): its Jacobians are diagonal. Without
+    #: :meth:`projection_jacobians` the Newton solver then takes one forward and one
+    #: backward difference of all coordinates at once, instead of ``p`` of each.
+    separable: ClassVar[bool] = False
+    #: Whether the Newton method may start a fit with dense features (False: its steps
+    #: stall at the kinks of the projection, e.g. the knapsack polytope's, where the
+    #: Jacobians of the samples whose budget is active couple the outputs: L-BFGS first,
+    #: then the Newton method to finish; :func:`projloss.estimators._solver.newton_first_pays`).
+    newton_first: ClassVar[bool] = True
+
+    # The task validation (projloss.tasks): the names of the label encodings
+    # (``projloss.tasks.ENCODINGS``: permutation_matrix, permutahedron, cumulative,
+    # indicator, one_hot) the set serves.
+    #: Encodings whose encoded labels :math:`\varphi(y)` lie in the set: it is a valid
+    #: projection set for them (a superset of their marginal polytope, paper §3).
+    encodings: ClassVar[tuple[str, ...]] = ()
+    #: Encodings whose structures the set's vertices encode: a valid decoding set.
+    decodes: ClassVar[tuple[str, ...]] = ()
+    #: Target losses (registry names) that decompose over the set's vertices, beyond those
+    #: that name the set in their own ``TargetLoss.decoders`` (the built-in sets).
+    target_losses: ClassVar[tuple[str, ...]] = ()
+
+    # The estimators and the pipeline.
+    #: Constructor parameters that the estimators take as their own arguments (they
+    #: depend on the data, e.g. the knapsack's ``upper="auto"`` from the labels), as
+    #: ``{parameter: (estimator argument, its default)}``.
+    estimator_params: ClassVar[dict[str, tuple[str, Any]]] = {}
+    #: True when every vertex decodes to a permutation (label ranking: a prediction that
+    #: is not one is a defect, not a 0/1 matrix of the cube).
+    permutation_outputs: ClassVar[bool] = False
 
     @property
     def event_ndim(self) -> int:
@@ -172,6 +219,23 @@ class ConvexSet(ParamsMixin, ABC):
         self._xp_check(theta)
         return self._xp_argmax(theta, namespace(theta))
 
+    def xp_decode(self, v: Any) -> Any:
+        r"""The structures :math:`\varphi^{-1}(v)` of vertices ``v`` of any array-API library
+        (on ``v``'s device, without validation: ``v`` comes from :meth:`xp_argmax`), equal
+        to :meth:`decode`. Raises ``NotImplementedError`` when the set has no array-API
+        decoding, or when a subclass redefines :meth:`decode` without it (the caller then
+        decodes on the host)."""
+        from .._xp import namespace
+
+        if not _defined_with(type(self), "_xp_decode", "decode"):
+            raise NotImplementedError(
+                f"{type(self).__qualname__} redefines decode without _xp_decode"
+            )
+        return self._xp_decode(v, namespace(v))
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        raise NotImplementedError(f"the set {self.name!r} has no array-API decoding")
+
     def _xp_project(self, theta: Any, geometry: str, xp: Any) -> Any:
         raise NotImplementedError(f"the set {self.name!r} has no array-API projection")
 
@@ -180,6 +244,38 @@ class ConvexSet(ParamsMixin, ABC):
 
     def _xp_argmax(self, theta: Any, xp: Any) -> Any:
         raise NotImplementedError(f"the set {self.name!r} has no array-API MAP oracle")
+
+    # ------------------------------------------------------------------ Jacobians
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        r"""The Jacobians :math:`J_P(\theta_i)` of the projection at the ``(n, p)`` rows
+        ``theta`` (points of shape ``event_shape``, flattened) and their projections ``u``,
+        in the cheapest exact layout of :mod:`projloss.sets.jacobians`, or ``None`` (the
+        default) when the set has no closed form for ``geometry``: the Newton solver then
+        takes finite differences of :meth:`project` (``p`` pairs of projections and an
+        eigendecomposition per sample; one pair for a :attr:`separable` set). At a kink,
+        the element of the generalized Jacobian with the largest rank."""
+        return None
+
+    def cheap_jacobians(self, geometry: str) -> bool:
+        """Whether the Jacobians cost ``O(p)`` per sample whatever the number ``p`` of
+        outputs (diagonal, or :class:`~projloss.sets.jacobians.DiagonalMinusRankOne`):
+        the Newton method then pays at any ``p`` (else up to
+        ``projloss.estimators._newton.MAX_COUPLED_OUTPUTS``)."""
+        return self.separable
+
+    # ------------------------------------------------------------------ pipeline view
+    @classmethod
+    def run_params(cls, params: dict[str, Any]) -> dict[str, str]:
+        """The parameters the experiment pipeline shows for this set in its runs (MLflow
+        params), from the set's configured ``params`` (``conf/set/<name>.yaml``); none by
+        default."""
+        return {}
 
     # ------------------------------------------------------------------ encoding
     @abstractmethod
@@ -205,6 +301,15 @@ class ConvexSet(ParamsMixin, ABC):
 
     @abstractmethod
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]: ...
+
+
+def _defined_with(cls: type, method: str, other: str) -> bool:
+    """Whether the class that defines ``method`` for ``cls`` (the first in its MRO) is the
+    one that defines ``other``, or a subclass of it: a subclass that redefines ``other``
+    alone must not use an inherited ``method`` written for the parent's ``other``."""
+    owner = next(c for c in cls.__mro__ if method in vars(c))
+    other_owner = next(c for c in cls.__mro__ if other in vars(c))
+    return issubclass(owner, other_owner)
 
 
 def event_axes(matrix: bool) -> tuple[int, ...]:

@@ -96,6 +96,9 @@ class Birkhoff(ConvexSet):
     name: ClassVar[str] = "birkhoff"
     matrix: ClassVar[bool] = True
     exact_projection: ClassVar[bool] = False  # Sinkhorn / Newton iterations to ``tol``
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    permutation_outputs: ClassVar[bool] = True
 
     def __init__(self, tol: float = 1e-9, max_iter: int = 200, warm_start: bool = False):
         if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
@@ -229,6 +232,10 @@ class Birkhoff(ConvexSet):
         if not np.array_equal(np.sort(labels, axis=-1), np.broadcast_to(np.arange(k), arr.shape)):
             raise ValueError(f"each row of y must be a permutation of 0..{k - 1}")
         return (labels[..., None] == np.arange(k)).astype(np.float64)
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Permutation matrix ``[rank, label]`` -> ranking ``y[rank] = label`` (int64)."""
+        return xp.argmax(v, axis=-1)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Ranking ``y[..., rank] = argmax_label v[..., rank, label]`` (row argmax)."""

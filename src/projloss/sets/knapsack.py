@@ -51,6 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._numba import kernel
 from .base import ConvexSet, check_binary
+from .jacobians import DiagonalMinusRankOne, Jacobians
 from .simplex import as_rows
 
 # ---------------------------------------------------------------------- capped simplex
@@ -542,6 +543,38 @@ class Knapsack(ConvexSet):
     """
 
     name: ClassVar[str] = "knapsack"
+    newton_first: ClassVar[bool] = False  # steps stall at the budget's kinks: L-BFGS first
+    encodings: ClassVar[tuple[str, ...]] = ("indicator",)
+    decodes: ClassVar[tuple[str, ...]] = ("indicator",)
+    #: the bounds are the multilabel estimators' own (``upper="auto"`` from the labels)
+    estimator_params: ClassVar[dict[str, tuple[str, Any]]] = {
+        "lower": ("knapsack_lower", 0),
+        "upper": ("knapsack_upper", "auto"),
+    }
+
+    @classmethod
+    def run_params(cls, params: dict[str, Any]) -> dict[str, str]:
+        """``knapsack``: the bounds ``lower..upper`` (e.g. ``0..auto``).
+
+        Examples
+        --------
+        >>> Knapsack.run_params({"upper": 3})
+        {'knapsack': '0..3'}
+        """
+        return {"knapsack": f"{params.get('lower', 0)}..{params.get('upper', 'auto')}"}
+
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        """Euclidean: :func:`knapsack_jacobians` (diagonal minus rank one); KL: none."""
+        return knapsack_jacobians(self, theta, u) if geometry == "euclidean" else None
+
+    def cheap_jacobians(self, geometry: str) -> bool:
+        return geometry == "euclidean"
 
     def __init__(self, lower: int = 0, upper: int | None = None) -> None:
         self.lower = _check_bound(lower, "lower")
@@ -713,6 +746,10 @@ class Knapsack(ConvexSet):
         """The 0/1 label indicator ``(..., k)``, validated against the count bounds."""
         return self._check_indicators(y, "y", k)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """0/1 -> int64 indicators, on ``v``'s device."""
+        return xp.astype(v, xp.int64)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """The label indicator of vertices ``(..., k)`` as int64."""
         return self._check_indicators(v, "v", None).astype(np.int64)
@@ -730,3 +767,29 @@ class Knapsack(ConvexSet):
         total = u.sum(axis=-1)
         in_cube = np.all((u >= -atol) & (u <= 1 + atol), axis=-1)
         return in_cube & (total >= lo - atol) & (total <= hi + atol)
+
+
+def knapsack_jacobians(
+    projection_set: Knapsack, theta: NDArray[np.float64], u: NDArray[np.float64]
+) -> DiagonalMinusRankOne:
+    r"""Jacobians of the Euclidean projection onto the knapsack polytope (Proposition 3),
+    ``(n, p)`` rows ``theta`` and their projections ``u``.
+
+    Inside the budget (the sum of :math:`\mathrm{clip}(\theta, 0, 1)` in :math:`[l, u]`)
+    the projection is the clip: :math:`J = \mathrm{diag}(1_F)`, :math:`F` the coordinates
+    with :math:`0 \le \theta_i \le 1` (closed: at a kink, the curved side, the
+    largest-rank element of the generalized Jacobian). On a capped simplex
+    (:math:`u = \mathrm{clip}(\theta - \tau, 0, 1)`, :math:`\sum u = m` fixed) the free
+    coordinates :math:`F = \{0 < u_i < 1\}` move with :math:`\theta` less their mean:
+    :math:`J = \mathrm{diag}(1_F) - 1_F 1_F^\top / |F|`. ``O(n p)``, no ``(p, p)``
+    matrix."""
+    p = theta.shape[1]
+    lo, hi = projection_set._bounds(p)
+    total = np.clip(theta, 0.0, 1.0).sum(axis=1)
+    capped = (total > hi) | (total < lo)
+    inside = (theta >= 0.0) & (theta <= 1.0)
+    free = np.where(capped[:, None], (u > 0.0) & (u < 1.0), inside)
+    d = free.astype(np.float64)
+    size = d.sum(axis=1, keepdims=True)
+    v = np.where(capped[:, None] & free, 1.0 / np.sqrt(np.maximum(size, 1.0)), 0.0)
+    return DiagonalMinusRankOne(d, v)

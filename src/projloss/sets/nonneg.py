@@ -53,6 +53,15 @@ class NonNegative(ConvexSet):
     """
 
     name: ClassVar[str] = "nonneg"
+    separable: ClassVar[bool] = True
+    #: a superset of every encoding's labels (all are nonnegative); unbounded: no decoding
+    encodings: ClassVar[tuple[str, ...]] = (
+        "permutation_matrix",
+        "permutahedron",
+        "cumulative",
+        "indicator",
+        "one_hot",
+    )
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.maximum(theta, 0.0)
@@ -96,6 +105,10 @@ class NonNegative(ConvexSet):
         if np.any(arr < 0):
             raise ValueError("y must be non-negative to lie in R^p_+")
         return arr
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """The identity (the set's structures are its points)."""
+        return v
 
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
         return check_array(v, name="v")

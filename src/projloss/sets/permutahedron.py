@@ -97,6 +97,7 @@ from .._validation import check_array
 from .._xp import device, is_torch
 from ..isotonic import XpPools, pav_decreasing, xp_pav_euclidean, xp_pav_kl, xp_pool_mean
 from .base import ConvexSet
+from .jacobians import Jacobians, merge_tol
 from .simplex import as_rows
 
 
@@ -259,6 +260,23 @@ class Permutahedron(ConvexSet):
     """
 
     name: ClassVar[str] = "permutahedron"
+    encodings: ClassVar[tuple[str, ...]] = ("permutahedron",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutahedron",)
+    permutation_outputs: ClassVar[bool] = True
+    #: ``w`` is the label-ranking estimators' own argument (built for the labels' size)
+    estimator_params: ClassVar[dict[str, tuple[str, Any]]] = {"w": ("w", None)}
+
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        """Euclidean: :func:`permutahedron_jacobians` (exact, ``(n, k, k)``); KL: none."""
+        if geometry != "euclidean":
+            return None
+        return permutahedron_jacobians(theta, u, merge_tol(theta))
 
     def __init__(self, w: ArrayLike | None = None) -> None:
         if w is None:
@@ -389,6 +407,10 @@ class Permutahedron(ConvexSet):
         w = self.weights(size)
         return _unsort(np.broadcast_to(w, arr.shape).copy(), labels)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Permuted ``w`` -> ranking (descending, ties: first index), on ``v``'s device."""
+        return xp.argsort(-v, axis=-1, stable=True)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """The permutation ``y[rank] = label`` ranking the entries of ``v`` (descending)."""
         arr = check_array(v, name="v")
@@ -406,3 +428,28 @@ class Permutahedron(ConvexSet):
         bound = np.cumsum(w)
         ok = np.all(top <= bound + atol, axis=-1)
         return ok & (np.abs(top[..., -1] - bound[-1]) <= atol)
+
+
+def permutahedron_jacobians(
+    theta: NDArray[np.float64], u: NDArray[np.float64], tol: float
+) -> NDArray[np.float64]:
+    r"""Jacobians of the Euclidean projection onto the permutahedron, ``(n, k, k)``.
+
+    :math:`P(\theta)_\sigma = s - v` with :math:`v` the isotonic regression of
+    :math:`s - w` (``projloss.sets.permutahedron``), constant on pools of consecutive
+    sorted entries: :math:`\partial P = I - B`, with :math:`B` the averaging over each
+    pool. Pools are read from :math:`v = \theta - u` (equal on a pool); two neighbouring
+    pools whose values differ by at most ``tol`` are merged: at a kink this picks the
+    element of the generalized Jacobian with the largest rank (the curvature of the piece
+    the sample is about to enter), which keeps the Newton step from jumping over it."""
+    n, k = theta.shape
+    order = np.argsort(-theta, axis=1, kind="stable")
+    v = np.take_along_axis(theta - u, order, axis=1)
+    new_pool = np.abs(np.diff(v, axis=1)) > tol
+    pool = np.concatenate([np.zeros((n, 1), dtype=np.intp), np.cumsum(new_pool, axis=1)], 1)
+    same = pool[:, :, None] == pool[:, None, :]
+    B = same / same.sum(axis=2, keepdims=True)
+    Js = np.eye(k) - B  # in sorted order
+    inv = np.argsort(order, axis=1)
+    J = np.take_along_axis(Js, inv[:, :, None], axis=1)
+    return np.take_along_axis(J, inv[:, None, :], axis=2)

@@ -42,6 +42,15 @@ class Reals(ConvexSet):
     """
 
     name: ClassVar[str] = "reals"
+    separable: ClassVar[bool] = True
+    #: a superset of every encoding's labels; unbounded: no decoding
+    encodings: ClassVar[tuple[str, ...]] = (
+        "permutation_matrix",
+        "permutahedron",
+        "cumulative",
+        "indicator",
+        "one_hot",
+    )
     geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
     geometry_hint: ClassVar[str] = (
         ". The KL geometry is undefined on R^p (the domain of Psi(u) = <u, log u> is R^p_+): "
@@ -66,6 +75,10 @@ class Reals(ConvexSet):
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         return check_array(y, name="y")
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """The identity (the set's structures are its points)."""
+        return v
 
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
         return check_array(v, name="v")

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .base import ConvexSet
+from .jacobians import Jacobians
 from .simplex import (
     _check_k,
     check_labels,
@@ -40,6 +41,7 @@ from .simplex import (
     one_hot,
     one_hot_argmax,
     project_simplex,
+    simplex_jacobians,
     softmax,
     xp_one_hot_argmax,
     xp_softmax,
@@ -67,6 +69,21 @@ class RowSimplex(ConvexSet):
 
     name: ClassVar[str] = "row_simplex"
     matrix: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        """One simplex per row: :func:`~projloss.sets.simplex.simplex_jacobians`."""
+        return simplex_jacobians(theta, u, event_shape[-1], geometry)
+
+    def cheap_jacobians(self, geometry: str) -> bool:
+        return True
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return project_simplex(theta, axis=-1)
@@ -101,6 +118,10 @@ class RowSimplex(ConvexSet):
         if k is not None and _check_k(k) != size:
             raise ValueError(f"y must have shape (..., k) with k = {k}, got shape {arr.shape}")
         return one_hot(check_labels(arr, size), size)
+
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """Row one-hot -> column per row (int64), on ``v``'s device."""
+        return xp.argmax(v, axis=-1)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Column of the 1 of each row: ``(..., k, k)`` row one-hot matrices -> ``(..., k)``."""

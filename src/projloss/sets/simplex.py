@@ -45,6 +45,7 @@ from .._fastexp import (
 )
 from .._numba import kernel
 from .base import ConvexSet, check_binary
+from .jacobians import MERGE, DiagonalMinusRankOne, Jacobians
 
 
 def as_rows(theta: ArrayLike, axis: int = -1) -> tuple[NDArray[np.float64], tuple[int, ...]]:
@@ -442,10 +443,25 @@ class Simplex(ConvexSet):
     """
 
     name: ClassVar[str] = "simplex"
+    encodings: ClassVar[tuple[str, ...]] = ("one_hot",)
+    decodes: ClassVar[tuple[str, ...]] = ("one_hot",)
     fused_check: ClassVar[tuple[str, ...]] = ("kl",)
 
     def _project_fused(self, theta: NDArray[np.float64], geometry: str) -> NDArray | None:
         return _checked_softmax(theta)
+
+    def projection_jacobians(
+        self,
+        theta: NDArray[np.float64],
+        u: NDArray[np.float64],
+        geometry: str,
+        event_shape: tuple[int, ...],
+    ) -> Jacobians | None:
+        """:func:`simplex_jacobians` (diagonal minus rank one, both geometries)."""
+        return simplex_jacobians(theta, u, event_shape[-1], geometry)
+
+    def cheap_jacobians(self, geometry: str) -> bool:
+        return True
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         return project_simplex(theta)
@@ -476,6 +492,10 @@ class Simplex(ConvexSet):
         k = _check_k(k)
         return one_hot(check_labels(y, k), k)
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """One-hot -> class in ``0..k-1`` (int64), on ``v``'s device."""
+        return xp.argmax(v, axis=-1)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         """Class label (int64, shape ``(...)``) of one-hot vertices ``(..., k)``."""
         return decode_one_hot(v)
@@ -491,3 +511,29 @@ def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     return int(k)
+
+
+def simplex_jacobians(
+    theta: NDArray[np.float64], u: NDArray[np.float64], k: int, geometry: str
+) -> DiagonalMinusRankOne:
+    r"""Jacobians of the projection onto the simplex, or onto each row of a row-simplex
+    point (``(n, p)`` rows ``theta``, their projections ``u``, ``p / k`` simplices of size
+    ``k`` per row). KL (the softmax): :math:`J = \mathrm{diag}(u) - u u^\top` per simplex.
+    Euclidean (sparsemax, Martins & Astudillo 2016): :math:`J = \mathrm{diag}(1_S) -
+    1_S 1_S^\top / |S|` with :math:`S` the support :math:`\{j: \theta_j \ge \tau\}`,
+    :math:`\tau` the threshold of the projection :math:`u = (\theta - \tau)_+`, closed
+    (ties within :data:`MERGE` counted in: at a kink, the largest-rank element of the
+    generalized Jacobian, as for the permutahedron). ``O(n p)``."""
+    n, p = theta.shape
+    blocks = p // k
+    if geometry == "kl":
+        return DiagonalMinusRankOne(u.copy(), u.copy(), blocks)
+    T, U = theta.reshape(n, blocks, k), u.reshape(n, blocks, k)
+    positive = U > 0.0
+    count = np.maximum(positive.sum(axis=2, keepdims=True), 1)
+    tau = (np.sum(np.where(positive, T, 0.0), axis=2, keepdims=True) - 1.0) / count
+    support = positive | (T >= tau - MERGE * (1.0 + np.abs(T).max(axis=2, keepdims=True)))
+    size = support.sum(axis=2, keepdims=True)
+    d = support.astype(np.float64)
+    v = d / np.sqrt(np.maximum(size, 1))
+    return DiagonalMinusRankOne(d.reshape(n, p), v.reshape(n, p), blocks)

@@ -84,6 +84,9 @@ class UnitCube(ConvexSet):
     """
 
     name: ClassVar[str] = "unit_cube"
+    separable: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("cumulative", "indicator", "one_hot")
+    decodes: ClassVar[tuple[str, ...]] = ("indicator",)
     fused_check: ClassVar[tuple[str, ...]] = ("euclidean", "kl")
 
     def _project_fused(self, theta: NDArray[np.float64], geometry: str) -> NDArray | None:
@@ -119,6 +122,10 @@ class UnitCube(ConvexSet):
             raise ValueError(f"y must have shape (..., k, k), got {arr.shape}")
         return arr
 
+    def _xp_decode(self, v: Any, xp: Any) -> Any:
+        """0/1 -> int64 indicators, on ``v``'s device."""
+        return xp.astype(v, xp.int64)
+
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
         return check_binary(v, name="v").astype(np.int64)
 
@@ -148,3 +155,5 @@ class MatrixCube(UnitCube):
 
     name: ClassVar[str] = "cube"
     matrix: ClassVar[bool] = True
+    encodings: ClassVar[tuple[str, ...]] = ("permutation_matrix",)
+    decodes: ClassVar[tuple[str, ...]] = ("permutation_matrix",)

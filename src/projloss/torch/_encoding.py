@@ -1,71 +1,23 @@
 r"""The encodings on tensors: :math:`\varphi(y)` (the targets of the loss) and
 :math:`\varphi^{-1}` on vertices (the structures a decoding returns).
 
-:func:`decode` runs on the tensor's device for every set of the registry (an argmax, a
-stable sort, a count or a cast, without validation: its input is a vertex from
-:func:`~projloss.torch.argmax`); :func:`encode` validates the structures with the set's
+:func:`decode` runs on the tensor's device for every set with an array-API decoding (the
+set's own :meth:`~projloss.sets.base.ConvexSet.xp_decode`, beside its NumPy ``decode``:
+an argmax, a stable sort, a count or a cast, without validation: its input is a vertex
+from :func:`~projloss.torch.argmax`); :func:`encode` validates the structures with the set's
 own :meth:`~projloss.sets.base.ConvexSet.encode` on the host (it runs once per dataset,
 not per step).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..sets import (
-    Birkhoff,
-    ConvexSet,
-    Knapsack,
-    MatrixCube,
-    NonNegative,
-    OrderSimplex,
-    Permutahedron,
-    Reals,
-    RowSimplex,
-    Simplex,
-    UnitCube,
-)
+from ..sets import ConvexSet
 from ._validation import check_tensor, resolve_set
-
-
-def _row_argmax(v: torch.Tensor) -> torch.Tensor:
-    return torch.argmax(v, dim=-1)
-
-
-def _ranking(v: torch.Tensor) -> torch.Tensor:
-    return torch.argsort(-v, dim=-1, stable=True)
-
-
-def _count(v: torch.Tensor) -> torch.Tensor:
-    return 1 + torch.sum(v, dim=-1).to(torch.int64)
-
-
-def _indicator(v: torch.Tensor) -> torch.Tensor:
-    return v.to(torch.int64)
-
-
-def _identity(v: torch.Tensor) -> torch.Tensor:
-    return v
-
-
-#: ``set.decode`` on tensors, per set class (exact classes: a subclass may decode
-#: otherwise and goes through the host). Bound to the engine by the tests.
-DECODERS: dict[type[ConvexSet], Callable[[torch.Tensor], torch.Tensor]] = {
-    Simplex: _row_argmax,  # one-hot -> class in 0..k-1
-    RowSimplex: _row_argmax,  # row one-hot -> column per row
-    Birkhoff: _row_argmax,  # permutation matrix [rank, label] -> ranking y[rank] = label
-    Permutahedron: _ranking,  # permuted w -> ranking (descending, ties: first index)
-    OrderSimplex: _count,  # ones then zeros -> class 1 + #ones
-    UnitCube: _indicator,  # 0/1 -> int64
-    MatrixCube: _indicator,
-    Knapsack: _indicator,
-    Reals: _identity,
-    NonNegative: _identity,
-}
 
 
 def decode(v: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
@@ -76,7 +28,8 @@ def decode(v: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     ``y[..., rank] = label`` (int64) for the Birkhoff polytope and the permutahedron,
     column indices per row for the row-stochastic matrices, 0/1 int64 indicators for the
     cubes and the knapsack, ``v`` itself for :math:`\mathbb{R}^p` and
-    :math:`\mathbb{R}^p_+`. A set outside the registry decodes on the host.
+    :math:`\mathbb{R}^p_+`. A set without an array-API decoding (or a subclass that
+    redefines ``decode`` alone) decodes on the host.
 
     Examples
     --------
@@ -88,9 +41,10 @@ def decode(v: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     """
     cset = resolve_set(set)
     check_tensor(v, "v")
-    fn = DECODERS.get(type(cset))
-    if fn is not None:
-        return fn(v.detach())
+    try:  # the set's own array-API decoding (ConvexSet.xp_decode), on the device
+        return cset.xp_decode(v.detach())
+    except NotImplementedError:
+        pass
     out = np.asarray(cset.decode(v.detach().cpu().numpy()))
     return torch.as_tensor(out, device=v.device)
 

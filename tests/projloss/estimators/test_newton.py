@@ -127,8 +127,9 @@ def test_permutahedron_jacobian_is_the_derivative_and_merges_kinks():
     projection away from kinks; at a kink (two pools with equal values) it is the
     largest-rank element (the pools merged)."""
     require_sets("permutahedron")
-    from projloss.estimators._newton import _BasisProblem, permutahedron_jacobians
+    from projloss.estimators._newton import _BasisProblem
     from projloss.sets import get_set
+    from projloss.sets.permutahedron import permutahedron_jacobians
 
     S = get_set("permutahedron")
     rng = np.random.default_rng(3)
@@ -154,8 +155,9 @@ def test_order_simplex_jacobian_is_the_derivative_and_takes_the_largest_rank_at_
     pool mean on the box's bound it is the averaging (largest rank), clipped pools give 0,
     equal neighbours one pool; always a symmetric projection matrix (J J = J)."""
     require_sets("order_simplex")
-    from projloss.estimators._newton import _BasisProblem, order_simplex_jacobians
+    from projloss.estimators._newton import _BasisProblem
     from projloss.sets import get_set
+    from projloss.sets.order_simplex import order_simplex_jacobians
 
     S = get_set("order_simplex")
     rng = np.random.default_rng(5)
@@ -281,8 +283,9 @@ def test_knapsack_jacobian_is_the_derivative(bounds):
     the two-sided differences of the projection (random points: the cube branch and both
     capped branches), and at the kink theta = 0 of the cube branch it is the curved side
     (the coordinate is free)."""
-    from projloss.estimators._newton import _BasisProblem, knapsack_jacobians
+    from projloss.estimators._newton import _BasisProblem
     from projloss.sets import get_set
+    from projloss.sets.knapsack import knapsack_jacobians
 
     lo, hi = bounds
     S = get_set("knapsack", lower=lo, upper=hi)
@@ -383,8 +386,9 @@ def test_simplex_jacobians_are_the_derivative(name, shape, geometry):
     and of the row simplex equal the two-sided differences of the projection, and at a
     kink of sparsemax (a coordinate exactly at the threshold: ties of the support) they are
     the curved side, the largest-rank element (the coordinate counts in the support)."""
-    from projloss.estimators._newton import _BasisProblem, simplex_jacobians
+    from projloss.estimators._newton import _BasisProblem
     from projloss.sets import get_set
+    from projloss.sets.simplex import simplex_jacobians
 
     S = get_set(name)
     k, p = shape[-1], int(np.prod(shape))
