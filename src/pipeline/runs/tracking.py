@@ -1228,12 +1228,16 @@ def _finite(v: Any) -> bool:
 
 def trusted_types(model: Any) -> list[str]:
     """The types of ``model`` that skops (MLflow's default sklearn serialization) does not
-    trust by default and that this project defines (``projloss.*``): our estimators, sets
-    and target losses. Anything else stays untrusted, so logging fails loudly on it."""
+    trust by default and that this project defines (``projloss.*``) or registered
+    (:func:`projloss.sets.register_set`): our estimators, sets and target losses, and a
+    user's set. Anything else stays untrusted, so logging fails loudly on it."""
     import skops.io
 
+    from projloss import SETS
+
+    registered = {f"{c.__module__}.{c.__qualname__}" for c in SETS.values()}
     untrusted = skops.io.get_untrusted_types(data=skops.io.dumps(model))
-    return [t for t in untrusted if t.startswith("projloss.")]
+    return [t for t in untrusted if t.startswith("projloss.") or t in registered]
 
 
 def run_params_and_step_metrics(
