@@ -271,6 +271,26 @@ def lock_damage(repo: Path) -> str:
     return ""
 
 
+#: DVC's message when its lock of running stages (``.dvc/tmp/rwlock``) is empty or cut
+RWLOCK_REFUSAL = "Unable to read RWLock-file '.dvc/tmp/rwlock'. JSON structure is corrupted"
+
+
+def rwlock_damage(repo: Path) -> str:
+    """How a killed ``dvc`` left ``.dvc/tmp/rwlock`` (DVC rewrites it in place, as
+    ``dvc.lock``): "" (valid or absent), else "empty" / "cut short"."""
+    try:
+        text = (repo / ".dvc/tmp/rwlock").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    if not text:
+        return "empty"
+    try:
+        json.loads(text)
+    except ValueError:
+        return "cut short"
+    return ""
+
+
 def ran(run: Launch) -> list[str]:
     return [stage for stage, _ in run.stage_starts()]
 
@@ -464,7 +484,7 @@ def kill_and_resume(
     ):
         time.sleep(0.05)
     gone_after = time.monotonic() - run.started - killed_at
-    damaged = lock_damage(repo)
+    damaged = {"dvc.lock": lock_damage(repo), ".dvc/tmp/rwlock": rwlock_damage(repo)}
     shutil.rmtree(repo / ".dvc/cache/runs", ignore_errors=True)
     # the resume: make repro's dvc repro under a preload server, whatever was killed
     server, resume_env = resumes
@@ -472,13 +492,17 @@ def kill_and_resume(
     resume = launch(repo, resume_env, base, f"r{instant.index}")
     resumed = resume.wait()
     refused = ""
-    if resumed != 0 and damaged and LOCK_REFUSAL in resume.output:
-        # DVC rewrites dvc.lock in place (open "w", then the YAML): killed in between, it
-        # leaves it empty or cut, and refuses to run; the README's one command
-        refused = f"refused: dvc.lock {damaged}; then `rm dvc.lock` and the resume again ran "
-        (repo / "dvc.lock").unlink()
-        resume = launch(repo, resume_env, base, f"r{instant.index}")
-        resumed = resume.wait()
+    refusals = {"dvc.lock": LOCK_REFUSAL, ".dvc/tmp/rwlock": RWLOCK_REFUSAL}
+    for path, message in refusals.items():
+        if resumed != 0 and damaged[path] and message in resume.output:
+            # DVC rewrites dvc.lock and its rwlock in place (open "w", then the text):
+            # killed in between, it leaves one empty or cut, and refuses to run; the
+            # README's one command
+            refused += f"refused: {path} {damaged[path]}; then `rm {path}` and the resume "
+            refused += "again ran "
+            (repo / path).unlink()
+            resume = launch(repo, resume_env, base, f"r{instant.index}")
+            resumed = resume.wait()
     deadline = time.monotonic() + GONE_TIMEOUT  # the server's child of the last stage
     while server_children(server) and time.monotonic() < deadline:
         time.sleep(0.05)
