@@ -241,8 +241,9 @@ def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_par
             p["experiments"][key]["datasets"] = item["datasets"][:2]  # two are enough
         order, group = fit_group_order(item["runs"])
         composed = dict(iter_compose_runs(p, key, run_order=order))
-        assert composed == compose_runs(p, key)  # the same configs in another order
-        assert list(compose_runs(p, key)) == run_ids(get_experiment(p, key))  # the default
+        default = compose_runs(p, key)
+        assert composed == default  # the same configs in another order
+        assert list(default) == run_ids(get_experiment(p, key))  # the default order
         by_key: dict[tuple, set[int]] = {}
         for rid, cfg in composed.items():
             dataset, name = rid.split("/", 1) if "/" in rid else (None, rid)

@@ -45,9 +45,7 @@ TESTED: dict[str, tuple[str, ...]] = {
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db": (HERE + "test_mlflow_ui",),
     # Reproducing the paper
     "python -m pipeline.report": (DVC,),  # the report stage's command
-    "python -m pipeline.preload dvc repro": (
-        "tests/pipeline/test_preload.py::test_dvc_repro_under_preload_equals_plain_dvc_repro",
-    ),
+    "python -m pipeline.preload dvc repro": ("tests/pipeline/test_dvc.py::test_dvc_repro",),
     "python -m pipeline.tools.reference_checks": (
         "tests/pipeline/tools/test_reference_checks.py::"
         "test_semi_dual_plan_is_the_projection_up_to_its_tolerance",
