@@ -125,7 +125,7 @@ def test_dvc_repro(repo: Path, mirror: Path) -> None:
     first = _run([*dvc, "repro"], repo, env).stdout
     experiments = ("smoke-cube", "smoke-birkhoff")
     stages = {"fetch", "preprocess", "report"} | {
-        f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
+        f"{s}@{e}" for s in ("tune", "refit", "evaluate", "collect") for e in experiments
     }
     assert _ran(first) == stages
     assert (repo / "data/raw/iris/iris.txt").is_file()
@@ -206,7 +206,9 @@ def test_dvc_repro(repo: Path, mirror: Path) -> None:
     diff = _run([*dvc, "params", "diff"], repo, env).stdout
     assert "experiments.smoke-cube" in diff
     third = _run([*dvc, "repro"], repo, env).stdout
-    assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube", "report"}
+    assert _ran(third) == {f"{s}@smoke-cube" for s in ("tune", "refit", "evaluate", "collect")} | {
+        "report"
+    }
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3
 

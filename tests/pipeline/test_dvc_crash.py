@@ -216,6 +216,8 @@ def snapshot(repo: Path) -> dict[str, bytes]:
             if path.is_file() and path.name != ".gitignore":
                 out[str(path.relative_to(repo))] = normalized(path)
     for path in sorted((repo / "reports/smoke").rglob("*")):
+        if path.parent.name == "inputs":  # the results' digests (run ids, timings): above
+            continue
         if path.is_file() and path.suffix in (".csv", ".md", ".json"):
             text = path.read_text(encoding="utf-8")
             if path.name in ("runs.csv", "README.md"):
