@@ -168,7 +168,7 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
         parallel.stop_workers()
         raise
     ids = run_ids(item)
-    log.info("tune %s: %d runs, %d tasks, n_jobs=%s", key, len(ids), len(task_keys), jobs)
+    log.info("tune %s: %d runs, n_jobs=%s", key, len(ids), jobs)
     pending = _UnitResults(task_keys, stream.results())
     tracker = _tracker_or_stop(params, key)
     out: dict[str, Any] = {"experiment": key, "dataset": item["dataset"], "runs": {}}
@@ -230,7 +230,7 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
     # runs that fit the same models (decoded otherwise) in one task: a refit at the same
     # lambda solved once
     groups = parallel.group_by_fit(typed)
-    log.info("refit %s: %d runs, %d tasks, n_jobs=%s", key, len(typed), len(groups), jobs)
+    log.info("refit %s: %d runs, n_jobs=%s", key, len(typed), jobs)
     tasks = [
         (tuple((typed[rid], tuning["runs"][rid]["tune"], root / rid) for rid in group),)
         for group in groups
