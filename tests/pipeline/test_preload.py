@@ -330,7 +330,7 @@ def test_dvc_repro_under_preload_equals_plain_dvc_repro(repo: Path, short_tmp: P
 
     out = repro(sys.executable, "-m", "pipeline.preload", str(bindir / "dvc"), "repro")
     stages = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(stages) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
+    assert len(stages) == 2 + 4 * 2, out  # fetch, preprocess; tune, refit, evaluate, collect x 2
     # fetch and preprocess run in their own process while the server imports (a note each)
     forked = [x.endswith("(in the preload server's fork)") for x in stages]
     assert all(forked[2:]), stages
