@@ -250,7 +250,7 @@ def run(ctx: Context) -> SectionResult:
 
 # --------------------------------------------------------------------------- per stage
 #: the stage types of dvc.yaml, in pipeline order (the breakdown's rows; ``dvc``: the rest)
-STAGE_TYPES = ("fetch", "preprocess", "tune", "refit", "evaluate", "report")
+STAGE_TYPES = ("fetch", "preprocess", "tune", "refit", "evaluate", "collect", "report")
 _RUNNING = re.compile(r"^Running stage '([^']+)':")
 _LOCK = re.compile(r"^(Updating|Generating) lock file")
 

@@ -148,12 +148,12 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     first = done.stdout
     experiments = ("smoke-cube", "smoke-birkhoff")
     stages = {"fetch", "preprocess", "report"} | {
-        f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
+        f"{s}@{e}" for s in ("tune", "refit", "evaluate", "collect") for e in experiments
     }
     assert _ran(first) == stages
     out = done.stdout + done.stderr
     ends = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(ends) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
+    assert len(ends) == 2 + 4 * 2, out  # fetch, preprocess; tune, refit, evaluate, collect x 2
     forked = [x.endswith("(in the preload server's fork)") for x in ends]
     assert all(forked[2:]), ends
     notes = [x for x in out.splitlines() if x.startswith("note:")]
@@ -203,9 +203,11 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     key = "smoke-birkhoff"  # two runs: worker processes forked from the stage
     preloaded = json.loads((repo / "metrics" / f"{key}.json").read_text())
     done = _run([*dvc, "repro", "-f", "--downstream", f"tune@{key}"], repo, env)
-    assert _ran(done.stdout) == {f"{s}@{key}" for s in ("tune", "refit", "evaluate")} | {"report"}
+    assert _ran(done.stdout) == {f"{s}@{key}" for s in ("tune", "refit", "evaluate", "collect")} | {
+        "report"
+    }
     ends = [x for x in done.stdout.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(ends) == 3 and all(x.endswith("(imports included)") for x in ends), ends
+    assert len(ends) == 4 and all(x.endswith("(imports included)") for x in ends), ends
     plain = json.loads((repo / "metrics" / f"{key}.json").read_text())
     assert plain.keys() == preloaded.keys() and len(plain) == 2
     for run, result in plain.items():
@@ -252,7 +254,9 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     diff = _run([*dvc, "params", "diff"], repo, env).stdout
     assert "experiments.smoke-cube" in diff
     third = _run([*dvc, "repro"], repo, env).stdout
-    assert _ran(third) == {"tune@smoke-cube", "refit@smoke-cube", "evaluate@smoke-cube", "report"}
+    assert _ran(third) == {f"{s}@smoke-cube" for s in ("tune", "refit", "evaluate", "collect")} | {
+        "report"
+    }
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3
 

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         root = project_root()  # a bad PROJLOSS_ROOT: one line too
         out, experiments = _destination(root, args.out)
-        _note_other_outputs(root, experiments)
+        _note_stale_inputs(out, experiments)
         report = build_report(
             root,
             out,
@@ -79,43 +79,35 @@ def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
     return out, experiments
 
 
-def other_outputs(root: Path, experiments: Sequence[str]) -> list[str]:
-    """The outputs under the report stage's dependencies (``data/eval``, ``data/tuning``,
-    ``models``) of experiments that ``experiments`` does not name: another list's, e.g.
-    ``make repro-repeated``'s seeds. The report does not read them, but DVC hashes a
-    directory dependency whole, so ``dvc.lock`` records them and a clone without them
-    (``dvc pull`` restores the list's outputs only) sees the report stage as changed."""
-    from ..paths import EVAL_DIR, MODELS_DIR, TUNING_DIR
+def stale_inputs(out: Path, experiments: Sequence[str]) -> list[str]:
+    """The manifests in the report directory ``out``'s ``inputs/`` (the report stage's
+    dependency: one per experiment of the list, written by ``collect@<key>``,
+    :mod:`pipeline.runs.manifest`) of experiments that ``experiments`` does not name: left
+    by an experiment since removed from the list. The report does not read them, but the
+    stage depends on the whole folder."""
+    from ..runs.manifest import INPUTS
 
+    folder = out / INPUTS
+    if not folder.is_dir():
+        return []
     keys = set(experiments)
-    found = []
-    for base, is_json in ((EVAL_DIR, False), (TUNING_DIR, True), (MODELS_DIR, False)):
-        directory = root / base
-        if not directory.is_dir():
-            continue
-        for entry in sorted(directory.iterdir()):
-            if is_json and entry.is_file() and entry.suffix == ".json":
-                key = entry.stem
-            elif not is_json and entry.is_dir():
-                key = entry.name
-            else:  # .gitignore, a stray file
-                continue
-            if key not in keys:
-                found.append(str(base / entry.name))
-    return found
+    return [
+        str(p.relative_to(out))
+        for p in sorted(folder.glob("*.json"))
+        if p.is_file() and p.stem not in keys
+    ]
 
 
-def _note_other_outputs(root: Path, experiments: Sequence[str] | None) -> None:
-    """One warning line naming :func:`other_outputs` and the remedy."""
-    others = other_outputs(root, experiments) if experiments else []
-    if others:
-        shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+def _note_stale_inputs(out: Path, experiments: Sequence[str] | None) -> None:
+    """One warning line naming :func:`stale_inputs` and the remedy."""
+    stale = stale_inputs(out, experiments) if experiments else []
+    if stale:
+        shown = ", ".join(stale[:6]) + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
         log.warning(
-            "warning: outputs of experiments that params.yaml does not list (another "
-            "list's, e.g. make repro-repeated's): %s; the report does not read them, but "
-            "dvc.lock hashes them with this stage's dependencies, so a clone restored by dvc "
-            "pull will see the report as changed; move them out of the project to keep "
-            "dvc.lock portable",
+            "warning: manifests of experiments that params.yaml does not list in %s: %s; "
+            "the report does not read them, but its DVC stage depends on that folder: "
+            "delete them",
+            out,
             shown,
         )
 

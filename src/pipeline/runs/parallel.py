@@ -9,7 +9,8 @@ The tasks are independent, so each stage runs them in worker processes (``n_jobs
 params.yaml; -1: every core; 1: in the stage's process): locally processes forked from the
 stage's (:func:`pool`, no second round of imports), on a Ray cluster joblib tasks there
 (:mod:`pipeline.runs.joblib_backend`); each process loads the prepared data it needs
-once (:func:`load`). The DVC stages (:mod:`pipeline.stage`) do the tracking: a run's MLflow
+once (:func:`load`). The DVC stages (:mod:`pipeline.runs.stages`, their tasks in
+:mod:`pipeline.runs.sweeps`: a plain run is a sweep of one) do the tracking: a run's MLflow
 logging is recorded in its task and replayed by the stage (:func:`tune_recorded_task`,
 :func:`evaluate_recorded_task`: one writer to the store); a split sweep is one MLflow
 parent run per composition and dataset with the per-split values as metric steps, one
