@@ -253,7 +253,8 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     diff = _run([*dvc, "params", "diff"], repo, env).stdout
     assert "experiments.smoke-cube" in diff
-    third = _run([*dvc, "repro"], repo, env).stdout
+    preload = [sys.executable, "-m", "pipeline.preload", *dvc]  # make repro's launcher
+    third = _run([*preload, "repro"], repo, preload_env).stdout
     assert _ran(third) == {f"{s}@smoke-cube" for s in ("tune", "refit", "evaluate", "collect")} | {
         "report"
     }
@@ -271,7 +272,8 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
         "tracking.log_models=false",
         "tracking.figures=false",
     ]
-    fourth = _run([*dvc, "exp", "run", *(f"-S{s}" for s in settings)], repo, env).stdout
+    fourth = _run([*preload, "exp", "run", *(f"-S{s}" for s in settings)], repo, preload_env)
+    fourth = fourth.stdout
     assert _ran(fourth) == stages - {"fetch"}, fourth  # seed=1: a new split of iris
     assert (repo / "data/prepared/iris+seed1/stats.json").is_file()
     assert yaml.safe_load((repo / "params.yaml").read_text())["seed"] == 1
