@@ -52,10 +52,10 @@ def preprocess(params: Mapping[str, Any]) -> None:
     variant an experiment may choose with its own ``data`` / ``splits`` keys: each
     orreview split of the ordinal datasets and ``drop_empty`` of the multilabel ones (so
     that editing an experiment never re-runs this stage)."""
-    from ..data.settings import PROTOCOL_DEFAULTS, data_settings
     from ..data import prepare as core
     from ..data.protocol import Variant
     from ..data.registry import select
+    from ..data.settings import PROTOCOL_DEFAULTS, data_settings
 
     data = stage_data(params)
     selection = params.get("datasets", "mirrored")
