@@ -2,13 +2,16 @@ r"""A set that projloss does not ship, in one module: the :math:`\ell_\infty` ba
 :math:`[-1, 1]^p` (the tests of "a new set is one module": ``test_new_set.py`` and
 ``tests/pipeline/test_new_set.py``).
 
-It is registered the documented way (:func:`projloss.sets.register_set`, on import) and
-says what the rest of projloss asks of a set: the label encodings it contains (0/1
-labels and permutation matrices lie in :math:`[-1, 1]^p`: a projection set for the label
-ranking (as permutation matrices), ordinal, multilabel and multiclass tasks; its
-vertices :math:`\{-1, 1\}^p` are no task's outputs, so it decodes nothing), its
-Jacobians for the Newton solver (the diagonal :math:`1[|\theta_j| \le 1]`, closed at
-the kinks: the largest-rank element) and its array-API oracles.
+It is registered the documented way, by its user, not on import (pytest's doctest
+collection imports every module of ``tests/``, and a set registered then would join every
+test parametrized over :data:`projloss.sets.SETS`): ``register_set(LinfBall)`` in the
+engine's test, the pipeline from the ``class:`` of its conf file. It says what the rest
+of projloss asks of a set: the label encodings it contains (0/1 labels and permutation
+matrices lie in :math:`[-1, 1]^p`: a projection set for the label ranking (as
+permutation matrices), ordinal, multilabel and multiclass tasks; its vertices
+:math:`\{-1, 1\}^p` are no task's outputs, so it decodes nothing), its Jacobians for the
+Newton solver (the diagonal :math:`1[|\theta_j| \le 1]`, closed at the kinks: the
+largest-rank element) and its array-API oracles.
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from projloss.sets import ConvexSet, register_set
+from projloss.sets import ConvexSet
 
 
-@register_set
 class LinfBall(ConvexSet):
     r""":math:`[-1, 1]^p` (Euclidean geometry only: the KL one needs :math:`u \ge 0`)."""
 

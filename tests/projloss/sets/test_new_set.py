@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from projloss.estimators import ProjectionMultilabelClassifier
-from projloss.sets import SETS
+from projloss.sets import SETS, register_set
 from projloss.tasks import ENCODINGS, check_composition, get_task
 
 
 @pytest.fixture
 def linf_ball() -> Iterator[type]:
-    """The module imported (it registers its set), then unregistered: other tests see
-    the registry as projloss ships it."""
+    """The module imported and its set registered (:func:`projloss.sets.register_set`),
+    then unregistered: other tests see the registry as projloss ships it."""
     try:
-        yield importlib.import_module("linf_ball").LinfBall
+        yield register_set(importlib.import_module("linf_ball").LinfBall)
     finally:
         SETS.pop("linf_ball", None)
         sys.modules.pop("linf_ball", None)
