@@ -10,7 +10,7 @@ import pytest
 from pipeline.config.run import RunConfig
 from pipeline.data.api import load_prepared
 from pipeline.runs import parallel as splits
-from pipeline.runs import tune
+from pipeline.runs import sweeps, tune
 from pipeline.runs.tracking import RecordingTracker
 
 from .conftest import RecordingTracker as FakeTracker
@@ -120,7 +120,9 @@ def test_evaluate_in_workers_writes_and_logs_what_evaluate_in_process_does(
         )
         expected.append((want, direct, here))
         tasks.append((run, tuned, models, tmp_path / f"worker{n}", record, settings))
-    in_workers = list(splits.iter_tasks(splits.evaluate_recorded_task, tasks, n_jobs=2))
+    in_workers = [
+        by_split[None] for by_split in splits.iter_tasks(sweeps.evaluate_run, tasks, n_jobs=2)
+    ]
     for (result, calls), (want, direct, here), task in zip(
         in_workers, expected, tasks, strict=True
     ):
@@ -255,24 +257,3 @@ def test_workers_are_forked_and_stopped_on_an_error() -> None:
         assert splits._POOL is None  # stopped (the 60 s task was killed, not awaited)
     finally:
         del sys.modules["_projloss_fork_probe"]
-
-
-def test_a_swept_run_comes_when_its_last_split_does() -> None:
-    """The tune stage logs a split sweep's run as soon as its splits are in
-    (:func:`pipeline.runs.parallel.by_run`), while the next runs' splits are computed: a
-    run is given before a later split's result is asked; every split once, in order."""
-    asked: list[int] = []
-
-    def results():
-        for i in range(5):
-            asked.append(i)
-            yield 10 * i
-
-    keys = [("a", 0), ("a", 3), ("b", 0), ("b", 1), ("c", 7)]
-    runs = splits.by_run(keys, results())
-    assert next(runs) == ("a", {"0": 0, "3": 10}) and asked == [0, 1]
-    assert next(runs) == ("b", {"0": 20, "1": 30}) and asked == [0, 1, 2, 3]
-    assert list(runs) == [("c", {"7": 40})]
-    assert list(splits.by_run([], iter(()))) == []
-    with pytest.raises(ValueError):  # a result missing: not a silent short sweep
-        list(splits.by_run(keys, iter(range(4))))

@@ -12,7 +12,7 @@ stage's (:func:`pool`, no second round of imports), on a Ray cluster joblib task
 once (:func:`load`). The DVC stages (:mod:`pipeline.runs.stages`, their tasks in
 :mod:`pipeline.runs.sweeps`: a plain run is a sweep of one) do the tracking: a run's MLflow
 logging is recorded in its task and replayed by the stage (:func:`tune_recorded_task`,
-:func:`evaluate_recorded_task`: one writer to the store); a split sweep is one MLflow
+:func:`pipeline.runs.sweeps.evaluate_run`: one writer to the store); a split sweep is one MLflow
 parent run per composition and dataset with the per-split values as metric steps, one
 models file for all the splits of a run, one ``results.json`` per run.
 """
@@ -20,7 +20,7 @@ models file for all the splits of a run, one ``results.json`` per run.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +77,8 @@ def fit_group_key(config: Mapping[str, Any]) -> str:
     """What the fits of a run config depend on, as a string: the config without how it
     decodes (``decoder``, ``task.target_loss``). Runs with the same key fit the same
     models (Table 1's cube decoded three ways, the multilabel tables' unit cube decoded
-    three ways): a task given them together fits once (:func:`refit_group_task`,
-    :func:`tune_recorded_group_task`; the estimators' fit memo,
+    three ways): a task given them together fits once (:func:`pipeline.runs.sweeps.tune_units`,
+    :func:`~pipeline.runs.sweeps.refit_runs`; the estimators' fit memo,
     :func:`projloss.estimators.memoized_fits`, decides by the content of the fits'
     inputs: a key that groups runs whose fits differ only costs the grouping).
 
@@ -137,26 +137,6 @@ def group_by_fit(runs: Mapping[str, RunConfig]) -> list[list[str]]:
     return list(groups.values())
 
 
-def tune_recorded_group_task(runs: Sequence[RunConfig]) -> list[tuple[dict[str, Any], list]]:
-    """:func:`tune_recorded_task` for runs that fit the same models (:func:`fit_group_key`),
-    one after the other, each fit solved once (:func:`projloss.estimators.memoized_fits`:
-    the same results, to the last bit, as separate tasks)."""
-    from projloss.estimators import memoized_fits
-
-    with memoized_fits():
-        return [tune_recorded_task(run) for run in runs]
-
-
-def refit_group_task(members: Sequence[tuple[RunConfig, Mapping[str, Any], Path]]) -> None:
-    """:func:`refit_task` for each ``(run, tuned, directory)`` of runs that fit the same
-    models (:func:`group_by_fit`): a refit at the same lambda is solved once."""
-    from projloss.estimators import memoized_fits
-
-    with memoized_fits():
-        for run, tuned, directory in members:
-            refit_task(run, tuned, directory)
-
-
 def refit_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> None:
     """Refit one split on train + validation and save the models to ``directory``."""
     from . import refit as core
@@ -172,67 +152,6 @@ def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> 
     result = core.run(run, load(run.config), tuned, refit_core.load(directory), None)
     result.pop("seconds", None)
     return result
-
-
-def refit_splits_task(
-    run: RunConfig, tuned: Mapping[str, Mapping[str, Any]], directory: Path
-) -> None:
-    """Refit every split of a swept run (``tuned``: split as a string -> its tuning) and
-    save them to one file in ``directory`` (:func:`pipeline.runs.refit.save_splits`)."""
-    from . import refit as core
-
-    refitted = {}
-    for split in run.splits or ():
-        run_s = run.for_split(split)
-        refitted[split] = core.run(run_s, load(run_s.config), tuned[str(split)])
-    core.save_splits(refitted, directory)
-
-
-def evaluate_splits_task(
-    run: RunConfig, tuned: Mapping[str, Mapping[str, Any]], directory: Path
-) -> dict[str, dict[str, Any]]:
-    """Score every split of a swept run with its saved models (one file, loaded once):
-    split as a string -> the split's result (no files, no tracking)."""
-    from . import evaluate as core
-    from . import refit as refit_core
-
-    refitted = refit_core.load_splits(directory)
-    out = {}
-    for split in run.splits or ():
-        run_s = run.for_split(split)
-        result = core.run(run_s, load(run_s.config), tuned[str(split)], refitted[split], None)
-        result.pop("seconds", None)
-        out[str(split)] = result
-    return out
-
-
-def evaluate_recorded_task(
-    run: RunConfig,
-    tuned: Mapping[str, Any],
-    models_dir: Path,
-    out_dir: Path,
-    record: Mapping[str, Any],
-    settings: Any,
-) -> tuple[dict[str, Any], list]:
-    """Evaluate one run (its saved models on its test split), writing its files to
-    ``out_dir`` and recording what it logs with the tracking ``settings`` (the stage replays
-    it into the run's MLflow parent run: metrics, tags, the files, the dataset, the models;
-    see :class:`pipeline.runs.tracking.RecordingTracker`)."""
-    from . import evaluate as core
-    from . import refit as refit_core
-    from .tracking import RecordingTracker
-
-    recorder = RecordingTracker(settings)
-    result = core.run(
-        run,
-        load(run.config),
-        tuned,
-        refit_core.load(models_dir),
-        recorder,
-        out_dir=out_dir,
-        record=record,
-    )
-    return result, recorder.calls
 
 
 def iter_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> Iterator[Any]:
@@ -395,42 +314,3 @@ def _in_order(executor: Any, futures: list[Any]) -> Iterator[Any]:
 def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], n_jobs: int = 1) -> list[Any]:
     """``fn(*task)`` for every task, in order (:func:`iter_tasks`, all at once)."""
     return list(iter_tasks(fn, tasks, n_jobs))
-
-
-def sweep_tasks(
-    runs: Mapping[str, RunConfig],
-    make_task: Callable[[str, RunConfig, int], tuple],
-) -> tuple[list[tuple[str, int]], list[tuple]]:
-    """The (run id, split) keys and the tasks of a split sweep of ``runs`` (runs with
-    ``splits``); ``make_task(rid, run_s, split)`` builds the arguments of one task from
-    the run of that split (:meth:`RunConfig.for_split`)."""
-    keys: list[tuple[str, int]] = []
-    tasks: list[tuple] = []
-    for rid, run in runs.items():
-        for split in run.splits or ():
-            keys.append((rid, split))
-            tasks.append(make_task(rid, run.for_split(split), split))
-    return keys, tasks
-
-
-def by_run(
-    keys: Sequence[tuple[str, int]], results: Iterable[Any]
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The results of a split sweep's tasks (in the order of ``keys``, a run's splits
-    together) by run, each run as soon as its last split's result comes: ``(run id,
-    split as a string -> result)``. The tune stage logs a run while the workers go on
-    with the next runs' splits (the refit and evaluate stages give a swept run's splits to
-    one task: :func:`refit_splits_task`, :func:`evaluate_splits_task`).
-
-    Examples
-    --------
-    >>> keys = [("a", 0), ("a", 1), ("b", 0)]
-    >>> list(by_run(keys, iter([10, 11, 20])))
-    [('a', {'0': 10, '1': 11}), ('b', {'0': 20})]
-    """
-    splits: dict[str, Any] = {}
-    for i, ((rid, split), result) in enumerate(zip(keys, results, strict=True)):
-        splits[str(split)] = result
-        if i + 1 == len(keys) or keys[i + 1][0] != rid:  # its last split (keys are known)
-            yield rid, splits
-            splits = {}

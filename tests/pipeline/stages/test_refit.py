@@ -56,9 +56,10 @@ def test_refit_each_distinct_lambda_on_train_val(prepared, tmp_path) -> None:
 def test_runs_decoding_differently_are_refitted_once_each_as_alone(
     prepared, tmp_path, fit_memos
 ) -> None:
-    """The refit stage's group task (runs that fit the same models) saves for each run the
+    """The refit stage's group task (:func:`pipeline.runs.sweeps.refit_runs`: runs that fit
+    the same models) saves for each run the
     models its own task saves, with a refit at the same lambda solved once."""
-    from pipeline.runs import parallel
+    from pipeline.runs import parallel, sweeps
 
     base = ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=3"]
     runs = [
@@ -71,7 +72,7 @@ def test_runs_decoding_differently_are_refitted_once_each_as_alone(
     for i, (run, t) in enumerate(zip(runs, tuned, strict=True)):
         parallel.refit_task(run, t, tmp_path / f"alone{i}")
     pairs = enumerate(zip(runs, tuned, strict=True))
-    parallel.refit_group_task([(run, t, tmp_path / f"group{i}") for i, (run, t) in pairs])
+    sweeps.refit_runs([(run, t, tmp_path / f"group{i}") for i, (run, t) in pairs])
     shared = {s["index"] for s in tuned[0]["selected"].values()} & {
         s["index"] for s in tuned[1]["selected"].values()
     }

@@ -37,7 +37,7 @@ def _stage(root: Path, *args: str) -> None:
 @pytest.mark.slow
 def test_a_split_sweep_is_tuned_refitted_and_evaluated(tmp_path: Path, mirror: Path) -> None:
     """Two ordinal datasets on two orreview splits, two runs each, on two workers
-    (:func:`pipeline.runs.parallel.by_run`: a run is logged when its last split is done,
+    (:class:`pipeline.runs.parallel.TaskStream`: a run is logged when its last split is done,
     while the workers go on): every run has a validation curve per split in the tuning
     JSON, the models of each split, the mean and std of its test values in
     ``metrics/<key>.json``, equal to its splits' values in ``results.json``, and one

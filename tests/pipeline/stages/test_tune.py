@@ -118,10 +118,11 @@ def _without_times(tuned: dict) -> dict:
 
 
 def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, fit_memos) -> None:
-    """A group task (runs that differ only in how they decode) gives each run what its own
-    task gives, to the last bit -- validation values, selection, iterations, the child
-    runs it logs -- with every fit of the grid solved once."""
-    from pipeline.runs import parallel
+    """The stage's group task (:func:`pipeline.runs.sweeps.tune_units`: runs that differ
+    only in how they decode) gives each run what its own task gives, to the last bit --
+    validation values, selection, iterations, the child runs it logs -- with every fit of
+    the grid solved once."""
+    from pipeline.runs import parallel, sweeps
 
     base = ["task=multilabel", "dataset=emotions", "set=unit_cube", "lambdas.num=4"]
     decoders = (
@@ -133,7 +134,7 @@ def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, fit_me
     keys = {parallel.fit_group_key(run.config) for run in runs}
     assert len(keys) == 1
     alone = [parallel.tune_recorded_task(run) for run in runs]
-    grouped = parallel.tune_recorded_group_task(runs)
+    grouped = sweeps.tune_units([(run, True) for run in runs])
     assert [(m.hits, m.misses) for m in fit_memos] == [(8, 4)]
     for (t_alone, calls_alone), (t_group, calls_group) in zip(alone, grouped, strict=True):
         assert _without_times(t_group) == _without_times(t_alone)
