@@ -600,17 +600,6 @@ def table(results: list[dict], problems: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A short private ``$TMPDIR`` (the preload server's socket is made there: at most 108
-    bytes a path), removed at the end."""
-    path = Path(tempfile.mkdtemp(prefix="crash-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 @pytest.mark.slow
 @pytest.mark.long
 def test_dvc_repro_resumes_after_sigkill_at_any_instant(
