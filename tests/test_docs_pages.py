@@ -1,7 +1,8 @@
 """The README is a front page (at most 200 lines, issue 35) and the links of the README and
 of the guide's pages resolve, on GitHub as in the Sphinx build: a relative link names a
 file of the repository, and its ``#anchor`` a heading of that page (GitHub's slugs, which
-MyST's ``myst_heading_anchors`` reproduces); the guide's index lists every page."""
+MyST's ``myst_heading_anchors`` reproduces), each heading once per page; the guide's index
+lists every page."""
 
 from __future__ import annotations
 
@@ -73,3 +74,12 @@ def test_the_index_lists_every_page() -> None:
     listed = [x.strip() for x in block.splitlines() if x.strip() and not x.startswith(":")]
     names = sorted(p.stem for p in GUIDE.glob("*.md") if p.name != "index.md")
     assert sorted(listed) == names
+
+
+def test_headings_are_unique_per_page() -> None:
+    """Each heading's anchor is unique on its page (MyST and GitHub number duplicates, and
+    a link to the first would silently land on another section)."""
+    for name, text in pages().items():
+        text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+        found = [slug(m) for m in re.findall(r"^#{1,6} (.*)$", text, flags=re.M)]
+        assert len(found) == len(set(found)), (name, sorted(found))
