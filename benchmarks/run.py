@@ -25,6 +25,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -277,12 +278,7 @@ def _markdown(record: dict) -> str:
     ]
     if "compare" in info:
         lines.append(f"- *before* columns: `{info['compare']}`")
-    for up in record.get("updates", []):
-        lines.append(
-            f"- updated {up['date']}: sections {', '.join(f'`{n}`' for n in up['sections'])} "
-            f"re-run at commit {up['commit']} (`{up['command']}`); each section's line gives "
-            "the commit, date and load it was measured at"
-        )
+    lines += ["", *_measured_at(record)]
     lines += [
         "",
         "## Acceptance checks (issues 7 and 14)",
@@ -313,6 +309,42 @@ def _markdown(record: dict) -> str:
             sec["markdown"],
         ]
     return "\n".join(lines) + "\n"
+
+
+def _measured_at(record: dict) -> list[str]:
+    """One line per section: the commit, date and load average it was measured at (the
+    first full run's, or the ``--update`` that last re-ran it: the record's ``updates``
+    keep the history, the page shows where each figure comes from)."""
+    n = len(record.get("updates", []))
+    lines = [
+        "Where each section was measured"
+        + (f" (after {n} runs of `--update` since the first full run)" if n else "")
+        + ":",
+        "",
+    ]
+    for sec in record["sections"]:
+        l0, l1 = sec["load"]
+        where = f"commit {sec['commit']}, {sec['date']}, load average {l0:.2f} -> {l1:.2f}"
+        apart = _RECORD.search(sec["markdown"])
+        if apart:  # a record measured apart (repro, launchers): its own commit and date
+            where = (
+                f"commit {apart['commit']}, {apart['date']} (measured apart; the section's "
+                f"*Record* line gives the load), rendered at {where}"
+            )
+        lines.append(f"- [`{sec['name']}`](#{_anchor(sec['title'])}): {where}")
+    return lines
+
+
+#: the line of a section that renders a record measured apart (``benchmarks.repro``, ...)
+_RECORD = re.compile(
+    r"^Record `[^`]+`: commit (?P<commit>\w+).*?measured (?P<date>[\d-]+ [\d:]+ UTC)", re.M
+)
+
+
+def _anchor(title: str) -> str:
+    """GitHub's anchor of a heading ``## title``."""
+    text = title.strip().lower().replace("`", "").replace(" ", "-")
+    return "".join(c for c in text if c.isalnum() or c in "-_")
 
 
 def _la(load: tuple[float, float, float]) -> str:

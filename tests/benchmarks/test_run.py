@@ -55,7 +55,12 @@ def test_update_reruns_only_the_given_sections(two_sections, tmp_path, capsys):
     assert "beta markdown, run 2" in second and "beta markdown, run 1" not in second
     assert "| PASS | beta check |" in second and "| PASS | alpha check |" in second
     assert second.index("## Alpha") < second.index("## Beta")  # registry order kept
-    assert "- updated " in second and "sections `beta` re-run at commit" in second
+    # one line per section says where it was measured (no log of the updates)
+    assert "(after 1 runs of `--update` since the first full run)" in second
+    assert "- updated " not in second
+    lines = [x for x in second.splitlines() if x.startswith("- [`")]
+    assert [x.split("`")[1] for x in lines] == ["alpha", "beta"]
+    assert lines[0].startswith("- [`alpha`](#alpha): commit ") and "load average" in lines[0]
     record = json.loads(rec.read_text())  # the record is rewritten with the new section
     assert record["data"] == {"alpha.k": 1, "beta.k": 2}
     assert [c["value"] for c in record["checks"]] == [1.0, 2.0]
@@ -77,3 +82,23 @@ def test_update_errors_are_one_line(two_sections, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read the benchmark record" in err[0]
     assert two_sections == {"alpha": 0, "beta": 0}  # nothing was run
+
+
+def test_a_section_measured_apart_names_its_record() -> None:
+    """A section that renders a record measured apart (``benchmarks.repro``) gives the
+    record's commit and date beside the run that rendered it."""
+    record = {
+        "updates": [],
+        "sections": [
+            {"name": "repro", "title": "make repro (all the paper's tables)", "load": [0.2, 0.3],
+             "commit": "bbb", "date": "2026-01-02 10:00 UTC",
+             "markdown": "Measured apart.\n\nRecord `repro-aaa.json`: commit aaa (full), "
+                         "measured 2026-01-01 09:30 UTC on 2 cores"},
+        ],
+    }  # fmt: skip
+    (line,) = run._measured_at(record)[2:]
+    assert line == (
+        "- [`repro`](#make-repro-all-the-papers-tables): commit aaa, 2026-01-01 09:30 UTC "
+        "(measured apart; the section's *Record* line gives the load), rendered at commit "
+        "bbb, 2026-01-02 10:00 UTC, load average 0.20 -> 0.30"
+    )

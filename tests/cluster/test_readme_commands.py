@@ -1,12 +1,13 @@
-"""The README's "Scaling out" commands are the ones the cluster tests run."""
+"""The "Scaling out" commands of the guide (``docs/guide/scaling.md``) are the ones the
+cluster tests run."""
 
 from __future__ import annotations
 
 import re
 import shlex
 
+from docs_pages import page, section
 from pipeline.cluster import services
-from pipeline.paths import project_root
 
 from .test_cluster import FOUR, TINY
 
@@ -15,10 +16,9 @@ DB = "postgresql+psycopg2://postgres@127.0.0.1:5432/mlflow"
 
 
 def _commands() -> list[list[str]]:
-    text = (project_root() / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Scaling out", 1)[1].split("\n## ", 1)[0]
+    text = section(page("scaling.md"), "## Scaling out")
     lines: list[list[str]] = []
-    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split(" #", 1)[0].strip()
             if line and not line.startswith("#"):
@@ -38,7 +38,7 @@ def test_readme_runs_the_tested_commands() -> None:
          f"tracking.uri={SERVER}"],
     ]  # fmt: skip
     for cmd in expected:
-        assert cmd in readme, f"not in the README's Scaling out section: {shlex.join(cmd)}"
+        assert cmd in readme, f"not in scaling.md's Scaling out section: {shlex.join(cmd)}"
 
 
 def test_the_tests_postgres_is_the_readmes_pg_ctl_start() -> None:

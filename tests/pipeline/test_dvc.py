@@ -4,7 +4,7 @@ One test (the steps depend on each other, and DVC runs are the slow part): the f
 ``dvc repro`` runs all five stages, the second does nothing; ``dvc push`` to the default
 remote, then a fresh clone's ``dvc pull`` restores every output (``dvc status`` clean,
 ``dvc repro`` does nothing); a change of one experiment's params re-runs only that
-experiment's stages; the README's ``dvc exp run -S key=value`` (DVC's Hydra composition of
+experiment's stages; the guide's (dvc.md) ``dvc exp run -S key=value`` (DVC's Hydra composition of
 params.yaml) and ``dvc exp show --only-changed``.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from docs_pages import page
 from pipeline.params import compose_params
 
 from .conftest import ROOT
@@ -127,7 +128,7 @@ def repo(tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.slow
 @pytest.mark.long
 def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
-    """The README's DVC workflow on the smoke list: ``make repro``'s command (every stage
+    """The DVC workflow of dvc.md on the smoke list: ``make repro``'s command (every stage
     of ``pipeline.stage`` in a fork of the preload server), plain ``dvc repro`` writing the
     same metrics, nothing to do the second time, push, a fresh clone restored by ``dvc
     pull``, a parameter change re-running only its experiment, ``dvc exp run -S``."""
@@ -277,8 +278,7 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     assert _ran(fourth) == stages - {"fetch"}, fourth  # seed=1: a new split of iris
     assert (repo / "data/prepared/iris+seed1/stats.json").is_file()
     assert yaml.safe_load((repo / "params.yaml").read_text())["seed"] == 1
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (show,) = re.findall(r"^dvc exp show .*?(?=\s+#)", readme, flags=re.M)
+    (show,) = re.findall(r"^dvc exp show .*?(?=\s+#)", page("dvc.md"), flags=re.M)
     shown = _run([*dvc, *shlex.split(show)[1:]], repo, env).stdout
     assert max(map(len, shown.splitlines())) <= 200, shown
     header = shown.splitlines()[1].split()

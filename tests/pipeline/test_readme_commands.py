@@ -1,14 +1,19 @@
-"""Every command of the README is run by a test (issue 13, Build 4).
+"""Every command of the documentation is run by a test (issue 13, Build 4; issue 35).
 
-:data:`TESTED` maps each command of the README's ``bash`` blocks to the test(s) that run
-it -- as written, or with a tiny grid (``lambdas.num=2``, one dataset instead of a whole
-task's list) -- and, for the commands that need a cluster, the network or hours, the test
-that runs their local or dry-run equivalent (say which in the comment).
-:func:`test_every_readme_command_is_tested` fails when the README gains a command that
-is not in :data:`TESTED`, or when a mapped test does not exist. The commands that no other
-test ran before are run here: ``python -m pipeline.train`` as in the README (tiny grid),
-``mlflow ui``, ``make -n``, ``dvc remote modify``, ``dvc metrics show <file>`` and the
-cluster launchers composed by Hydra (dry run).
+The documentation is ``README.md`` and the pages of the user guide, ``docs/guide/*.md``
+(:mod:`docs_pages`). :data:`TESTED` maps each command of their ``bash`` blocks to the
+test(s) that run it -- as written, or with a tiny grid (``lambdas.num=2``, one dataset
+instead of a whole task's list) -- and, for the commands that need a cluster, the network
+or hours, the test that runs their local or dry-run equivalent (say which in the comment).
+:func:`test_every_documented_command_is_tested` fails when a page gains a command that is
+not in :data:`TESTED`, or when a mapped test does not exist.
+:func:`test_every_former_readme_command_has_a_page` keeps what the README held before it
+became a front page (issue 35): each (section, command) of the former README, frozen in
+``tests/data/former_readme_commands.txt``, must be a command of the page its section moved
+to (:data:`MOVED`). The commands that no other test ran before are run here:
+``python -m pipeline.train`` as in the guide (tiny grid), ``mlflow ui``, ``make -n``,
+``dvc remote modify``, ``dvc metrics show <file>`` and the cluster launchers composed by
+Hydra (dry run).
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from pathlib import Path
 
 import pytest
 
+from docs_pages import pages
+
 from .conftest import ROOT, data_overrides
 
 BIN = Path(sys.executable).parent
-README = ROOT / "README.md"
+FORMER = ROOT / "tests" / "data" / "former_readme_commands.txt"
 
 DVC = "tests/pipeline/test_dvc.py::test_dvc_repro"
 VIEWS = "tests/pipeline/test_dvc_views.py::"
@@ -36,7 +43,8 @@ HERE = "tests/pipeline/test_readme_commands.py::"
 CLUSTER = "tests/cluster/test_cluster.py::"
 TRAIN = HERE + "test_train_command"
 
-#: README command -> the tests that run it (or its tiny-grid / local / dry-run equivalent)
+#: documented command -> the tests that run it (or its tiny-grid / local / dry-run
+#: equivalent); the comments name the former README's sections (see MOVED for their pages)
 TESTED: dict[str, tuple[str, ...]] = {
     # The two commands: `make` recipes (dry run) and what they run
     "make repro": (HERE + "test_make_targets", DVC),
@@ -136,7 +144,7 @@ TESTED: dict[str, tuple[str, ...]] = {
         "tests/pipeline/test_train.py::test_multirun_with_the_joblib_launcher",
     ),
     # Scaling out on 127.0.0.1: the cluster tests run these commands (test_readme_commands
-    # of tests/cluster checks the README spells them as they do)
+    # of tests/cluster checks the guide (scaling.md) spells them as they do)
     "D=$(mktemp -d)": (
         "tests/cluster/test_readme_commands.py::test_readme_runs_the_tested_commands",
     ),
@@ -172,7 +180,7 @@ TESTED: dict[str, tuple[str, ...]] = {
         "tests/cluster/test_joblib_backend.py::test_stage_tasks_on_the_ray_cluster",
     ),
     # Run it on a cluster: needs one. Each maps to its local equivalent above, or to a dry
-    # run (the launchers composed by Hydra with the README's overrides)
+    # run (the launchers composed by Hydra with the guide's overrides)
     "git clone <this repository> $SHARED/projloss && cd $SHARED/projloss": (DVC,),
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cluster]'": (
         HERE + "test_make_targets",  # make venv: the same install, '.[dev]' includes cluster
@@ -224,36 +232,93 @@ TESTED: dict[str, tuple[str, ...]] = {
 }
 
 
-def readme_commands(text: str | None = None) -> list[tuple[str, str]]:
-    """(section, command) of every line of the README's ``bash`` blocks: continuation lines
-    joined, trailing ``  # comments`` and comment lines dropped, blanks collapsed."""
-    text = README.read_text(encoding="utf-8") if text is None else text
+#: the former README's section -> the page that holds its commands now (issue 35)
+MOVED: dict[str, str] = {
+    "The two commands": "README.md",
+    "Reproducing the paper": "docs/guide/reproduce.md",
+    "Are the paper's findings significant?": "docs/guide/significance.md",
+    "Experiments: `python -m pipeline.train`": "docs/guide/experiments.md",
+    "Tracking: MLflow": "docs/guide/tracking.md",
+    "The DVC pipeline": "docs/guide/dvc.md",
+    "Scaling out": "docs/guide/scaling.md",
+    "Run it on a cluster": "docs/guide/scaling.md",
+    "Datasets": "docs/guide/datasets.md",
+    "Neural models": "docs/guide/neural-models.md",
+    "PyTorch": "docs/guide/pytorch.md",
+}
+
+
+def readme_commands(text: str) -> list[tuple[str, str]]:
+    """(section, command) of every line of the ``bash`` blocks of one page: continuation
+    lines joined, trailing ``  # comments`` and comment lines dropped, blanks collapsed;
+    the section is the text of the last heading (``#`` to ``###``) outside a code block."""
     found: list[tuple[str, str]] = []
     section = ""
-    for m in re.finditer(r"^(## [^\n]*)$|^```bash\n(.*?)^```", text, flags=re.S | re.M):
+    pattern = r"^(#{1,3}) ([^\n]*)$|^```(\w*)\n(.*?)^```"
+    for m in re.finditer(pattern, text, flags=re.S | re.M):
         if m.group(1):
-            section = m.group(1)[3:]
+            section = m.group(2)
             continue
-        for line in m.group(2).replace("\\\n", " ").splitlines():
+        if m.group(3) != "bash":
+            continue
+        for line in m.group(4).replace("\\\n", " ").splitlines():
             line = re.split(r"\s+#\s", " " + line, maxsplit=1)[0].strip()
             if line and not line.startswith("#"):
                 found.append((section, " ".join(line.split())))
     return found
 
 
-def test_every_readme_command_is_tested() -> None:
-    commands = {c for _, c in readme_commands()}
+def documented_commands() -> list[tuple[str, str, str]]:
+    """(page, section, command) of every page of :func:`docs_pages.pages`."""
+    return [(name, s, c) for name, text in pages().items() for s, c in readme_commands(text)]
+
+
+def former_commands() -> list[tuple[str, str]]:
+    """(section, command) of the former README (``#`` lines: comments)."""
+    lines = FORMER.read_text(encoding="utf-8").splitlines()
+    return [tuple(x.split("\t", 1)) for x in lines if x and not x.startswith("#")]
+
+
+def test_the_parser_reads_headings_and_bash_blocks_only() -> None:
+    """Headings of any level set the section, ``#`` lines inside any code block do not; a
+    ``yaml`` or ``text`` block gives no command; continuations and comments as above."""
+    text = (
+        "# Page\n\n```bash\nmake repro   # the job\n```\n## Second\n```yaml\n"
+        "# conf/x.yaml\nname: x\n```\n```bash\n# a comment\npython -m a \\\n  b=1\n```\n"
+    )
+    assert readme_commands(text) == [("Page", "make repro"), ("Second", "python -m a b=1")]
+
+
+def test_every_documented_command_is_tested() -> None:
+    commands = {c for _, _, c in documented_commands()}
     missing = sorted(commands - set(TESTED))
-    assert not missing, "README commands no test runs (add one, then map it in TESTED):\n" + (
-        "\n".join(missing)
+    assert not missing, (
+        "commands of README.md or docs/guide/ that no test runs (add one, then map it in "
+        "TESTED):\n" + "\n".join(missing)
     )
     stale = sorted(set(TESTED) - commands)
-    assert not stale, "TESTED maps commands the README no longer has:\n" + "\n".join(stale)
+    assert not stale, "TESTED maps commands no page has any more:\n" + "\n".join(stale)
     for command, tests in TESTED.items():
         for test in tests:
             path, name = test.split("::")
             source = (ROOT / path).read_text(encoding="utf-8")
             assert re.search(rf"^def {name}\(", source, flags=re.M), f"{command}: no {test}"
+
+
+def test_every_former_readme_command_has_a_page() -> None:
+    """Nothing the README held is lost: each command of the former README (77 (section,
+    command) pairs) is a command of the page its section moved to, and so stays mapped
+    to its tests by :data:`TESTED`."""
+    former = former_commands()
+    assert len(former) == 77 and {s for s, _ in former} == set(MOVED), former
+    held: dict[str, set[str]] = {}
+    for name, _, command in documented_commands():
+        held.setdefault(command, set()).add(name)
+    lost = [f"{s}: {c} (now in: {sorted(held.get(c, ())) or 'no page'})"
+            for s, c in former if MOVED[s] not in held.get(c, ())]  # fmt: skip
+    assert not lost, "commands of the former README not in the page they moved to:\n" + (
+        "\n".join(lost)
+    )
 
 
 def _env() -> dict[str, str]:
@@ -276,7 +341,7 @@ def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 
 
 def test_torch_extra() -> None:
-    """The README's PyTorch install: the ``torch`` extra of the installed projloss asks for
+    """The PyTorch install (pytorch.md): the ``torch`` extra of the installed projloss asks for
     a torch range that the installed build satisfies, the dev extra includes it, and
     ``make venv`` installs the pinned CPU build before the extras."""
     from importlib.metadata import requires, version
@@ -302,7 +367,7 @@ def test_torch_extra() -> None:
 
 
 def test_make_targets() -> None:
-    """``make -n``: the recipes the README's make commands run (``make repro`` is ``dvc
+    """``make -n``: the recipes the documented make commands run (``make repro`` is ``dvc
     repro`` under ``pipeline.preload`` with the venv's python first on PATH; ``make test``
     ruff and pytest; ``make repro-repeated`` the seeds' stages and the significance
     report)."""
@@ -340,18 +405,17 @@ def test_make_targets() -> None:
 
 
 def _train_commands() -> list[str]:
-    return [
-        c
-        for section, c in readme_commands()
-        if c.startswith("python -m pipeline.train")
-        and section.startswith(("Experiments", "Tracking"))
-    ]
+    """The ``pipeline.train`` commands of the Experiments and Tracking pages (and the
+    README's, which repeats one of them)."""
+    names = ("README.md", "docs/guide/experiments.md", "docs/guide/tracking.md")
+    found = {c for name, _, c in documented_commands() if name in names}
+    return sorted(c for c in found if c.startswith("python -m pipeline.train"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", _train_commands())
 def test_train_command(command: str, prepared, tmp_path: Path) -> None:
-    """The README's ``python -m pipeline.train`` command with a tiny grid (two lambdas, a
+    """The guide's ``python -m pipeline.train`` command with a tiny grid (two lambdas, a
     task's sweep on its smallest dataset): exit 0, one summary line per job."""
     args = shlex.split(command)[3:]
     if "--multirun" in args and not any(a.startswith("dataset=") for a in args):
@@ -438,7 +502,7 @@ def test_remote_modify(tmp_path: Path) -> None:
     default = _run([dvc, "remote", "list"], repo)
     assert default.returncode == 0, default.stderr
     assert default.stdout.split()[:2] == ["storage", str(tmp_path / "projloss-dvc-remote")]
-    modify = {c: None for _, c in readme_commands() if c.startswith("dvc remote modify")}
+    modify = {c: None for _, _, c in documented_commands() if c.startswith("dvc remote modify")}
     for command in sorted(modify, key=lambda c: "--local" in c):  # .dvc/config.local wins
         done = _run([dvc, *shlex.split(command)[1:]], repo)
         assert done.returncode == 0, f"{command}: {done.stderr}"
@@ -465,15 +529,15 @@ def test_named_metrics_files(tmp_path: Path) -> None:
     ],
 )
 def test_cluster_sweeps_compose(launcher: str, target: str) -> None:
-    """Dry run of the README's cluster sweeps (no SLURM, no Ray cluster here): each job's
+    """Dry run of the cluster sweeps of scaling.md (no SLURM, no Ray cluster here): each job's
     config composes with the launcher and its overrides, and the launcher is the plugin."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    (command,) = [  # the cluster's command, not the one run on 127.0.0.1
-        c for _, c in readme_commands()
+    (command,) = {  # the cluster's command, not the one run on 127.0.0.1
+        c for _, _, c in documented_commands()
         if f"hydra/launcher={launcher}" in c and "127.0.0.1" not in c
-    ]  # fmt: skip
+    }  # fmt: skip
     args = shlex.split(command)
     args = args[args.index("pipeline.train") + 1 :]
     overrides = [a for a in args if a != "--multirun"]
@@ -491,11 +555,11 @@ def test_cluster_sweeps_compose(launcher: str, target: str) -> None:
 
 def test_dataset_commands(tmp_path: Path, mirror: Path) -> None:
     """``fetch 'datasets=[birds,iris]'`` then ``preprocess datasets=birds
-    data.drop_empty=true`` (the README's commands, into temporary directories)."""
+    data.drop_empty=true`` (the commands of datasets.md, into temporary directories)."""
     dirs = [f"data.mirror={mirror}", f"data.raw_dir={tmp_path / 'raw'}",
             f"data.prepared_dir={tmp_path / 'prepared'}",
             f"data.reports_dir={tmp_path / 'reports'}", "data.progress=false"]  # fmt: skip
-    commands = [c for _, c in readme_commands()]
+    commands = [c for _, _, c in documented_commands()]
     for command in (
         "python -m pipeline.fetch 'datasets=[birds,iris]'",
         "python -m pipeline.preprocess datasets=birds data.drop_empty=true",

@@ -1,4 +1,4 @@
-"""Adding a dataset with a YAML file only (README, "Adding a dataset")."""
+"""Adding a dataset with a YAML file only (``docs/guide/datasets.md``, "Adding a dataset")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from docs_pages import page, section
 from pipeline.data import fetch
 from pipeline.data import prepare as preprocess
 from pipeline.data.api import load_prepared
@@ -18,10 +19,9 @@ from .stages.test_fetch import offline
 
 
 def readme_example() -> str:
-    """The YAML example of the README's "Adding a dataset" section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Adding a dataset") :]
-    return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    """The YAML example of the guide's "Adding a dataset" section."""
+    text = section(page("datasets.md"), "## Adding a dataset")
+    return re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
 
 
 def write_multilabel(path: Path, n: int, n_labels: int, seed: int) -> np.ndarray:

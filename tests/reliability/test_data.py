@@ -628,11 +628,11 @@ def test_drop_option_needs_named_attributes(tmp_path: Path, fmt: str) -> None:
 
 
 def test_readme_documents_the_drop_option_and_the_format_constraints() -> None:
-    from pipeline.paths import project_root
+    """The guide's "Adding a dataset" (``docs/guide/datasets.md``)."""
+    from docs_pages import page, section
 
-    text = (project_root() / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Adding a dataset") :]
-    assert "drop:" in section and "ties" in section and "NaN" in section
+    text = section(page("datasets.md"), "## Adding a dataset")
+    assert "drop:" in text and "ties" in text and "NaN" in text
 
 
 # -------------------------------------------------------------- item 11: dataset task

@@ -19,6 +19,9 @@ sees in ``mlflow ui``, as PNG files in ``docs/ui/``. On demand, not in CI.
    - ``compare.png``: the two cube runs compared;
    - ``first-visit.png``: the experiment as a first visit opens it (a fresh browser: the
      *GenAI* view, whatever the experiment's ``mlflow.experimentKind`` tag says).
+4. ``FINGERPRINT``: the fingerprint of the code that decides what MLflow shows
+   (:mod:`pipeline.tools.ui_fingerprint`), recorded once every screenshot is written: a
+   test fails when that code changes after the screenshots were taken.
 
 Needs ``chromium`` (``apt-get install -y chromium``) and ``playwright`` (``pip install
 playwright``; its own browser download is not needed).
@@ -41,6 +44,8 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from pipeline.tools import ui_fingerprint
 
 log = logging.getLogger("pipeline.tools.ui_screenshots")
 
@@ -223,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             exp = experiment_of(uri, ids["birkhoff"])
             with mlflow_ui(uri) as address:
                 screenshots(address, pages(exp, ids), args.out, (args.width, args.height))
+        log.info("wrote %s", ui_fingerprint.record(args.out))
     except ScreenshotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,12 +1,11 @@
 """A small network trained with projloss.torch: a torch.nn.Linear and the projection loss
 on iris label ranking (the paper's Table 1 data) reaches the engine's linear model
 (projloss.estimators.ProjectionLabelRanker, same split, same objective), deterministically
-on the CPU; and the README's PyTorch example runs."""
+on the CPU; and the PyTorch example of the guide (docs/guide/pytorch.md) runs."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +15,9 @@ torch = pytest.importorskip("torch")
 from helpers import load_label_ranking  # noqa: E402
 
 import projloss.torch as pt  # noqa: E402
+from docs_pages import page  # noqa: E402
 from projloss.estimators import ProjectionLabelRanker  # noqa: E402
 from projloss.metrics import ranking_hamming_loss  # noqa: E402
-
-README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def _iris():
@@ -104,33 +102,13 @@ def test_training_is_deterministic_on_the_cpu():
     assert not torch.equal(a.weight, c.weight)  # (the check can fail)
 
 
-#: The README's "PyTorch" example (the README's own block runs instead once it has one).
-EXAMPLE = """\
-import torch
-import projloss.torch as pt
-
-torch.manual_seed(0)
-X = torch.randn(512, 6)                                       # features
-Y = torch.argsort(X[:, :4] @ torch.randn(4, 4), dim=1, descending=True)  # Y[i, rank] = label
-phi = pt.encode(Y, "permutahedron")                           # label Y[i, r] gets weight 4 - r
-model, loss_fn = torch.nn.Linear(6, 4), pt.ProjectionLoss("permutahedron")
-opt = torch.optim.Adam(model.parameters(), lr=0.05)
-for step in range(200):
-    opt.zero_grad(); loss_fn(model(X), phi).backward(); opt.step()
-pred = pt.decode_scores(model(X), "permutahedron", "euclidean", "spearman", "permutahedron")
-print(f"exact rankings: {(pred == Y).all(dim=1).float().mean():.2f}")
-"""
-
-
 def test_readme_example_runs(capsys):
-    text = README.read_text() if README.is_file() else ""
-    source = EXAMPLE
-    if "## PyTorch" in text:
-        blocks = re.findall(r"```python\n(.*?)```", text.split("## PyTorch", 1)[1], flags=re.S)
-        assert blocks, "no python block in the README's 'PyTorch' section"
-        source = blocks[0]
+    """The example of the guide's PyTorch page (``docs/guide/pytorch.md``) as written."""
+    blocks = re.findall(r"```python\n(.*?)```", page("pytorch.md"), flags=re.S)
+    assert blocks, "no python block in docs/guide/pytorch.md"
+    source = blocks[0]
     namespace: dict = {}
-    exec(compile(source, "README PyTorch example", "exec"), namespace)
+    exec(compile(source, "docs/guide/pytorch.md", "exec"), namespace)
     out = capsys.readouterr().out
     accuracy = float(re.search(r"exact rankings: ([0-9.]+)", out).group(1))
     assert accuracy >= 0.9

@@ -1,5 +1,5 @@
-"""The README's "Layout" section lists every module and folder of ``src/projloss`` and
-``src/pipeline``, and nothing that is not there.
+"""The "Layout" section of the guide (``docs/guide/layout.md``) lists every module and
+folder of ``src/projloss`` and ``src/pipeline``, and nothing that is not there.
 
 The section's code block is a tree: a line at column 0 ``src/<package>/`` opens a package;
 an indented line opens an entry, either a folder (first word ``data/``, ``data/readers/``:
@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from docs_pages import page, section
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("projloss", "pipeline")
 #: the column of the descriptions: a line indented this far continues the entry above
@@ -20,10 +22,9 @@ DESCRIPTION_COLUMN = 25
 _MODULE = re.compile(r"(?<![\w/.])([A-Za-z_]\w*\.py)\b")
 
 
-def layout_block(readme: str) -> str:
-    """The code block of the "## Layout" section."""
-    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```\n(.*?)```", section, flags=re.S)[0]
+def layout_block(text: str) -> str:
+    """The first code block of the page's "## Layout" section."""
+    return re.findall(r"```(?:text)?\n(.*?)```", section(text, "## Layout"), flags=re.S)[0]
 
 
 def layout_entries(block: str) -> dict[str, set[str]]:
@@ -83,7 +84,7 @@ def tree(package: str) -> dict[str, set[str]]:
 
 
 def test_layout_lists_every_module_and_nothing_else() -> None:
-    entries = layout_entries(layout_block((ROOT / "README.md").read_text(encoding="utf-8")))
+    entries = layout_entries(layout_block(page("layout.md")))
     actual = {k: v for p in PACKAGES for k, v in tree(p).items()}
     assert problems(entries, actual) == {}
 
