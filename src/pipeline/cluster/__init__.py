@@ -1,7 +1,7 @@
 """Scaling out on existing distributed engines (never a home-made pool).
 
 - :mod:`.services`: the commands that start a throwaway PostgreSQL cluster, an MLflow
-  tracking server on it and a Ray head node (the README's "Scaling out" commands), and
+  tracking server on it and a Ray head node (docs/guide/scaling.md, "Scaling out"), and
   context managers that run them on 127.0.0.1 and stop them by PID (tests, benchmarks).
 - :mod:`.callbacks`: a Hydra callback that closes the MLflow runs a lost worker left
   RUNNING at the end of a sweep.

@@ -1,7 +1,7 @@
 """The services of a cluster run, on one machine: PostgreSQL, an MLflow server, a Ray head.
 
-Each ``*_command`` function returns the command line the README's "Scaling out" section
-shows (render it with ``"$PORT"``-style strings to get the README text); each context
+Each ``*_command`` function returns the command line docs/guide/scaling.md's "Scaling out" section
+shows (render it with ``"$PORT"``-style strings to get the page's text); each context
 manager runs it on 127.0.0.1 with free ports, waits until it answers and stops it **by
 PID** on exit, even when the body raised (tests and benchmarks use them).
 

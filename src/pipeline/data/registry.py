@@ -466,7 +466,7 @@ def get_spec(name: str | Mapping[str, Any] | DatasetSpec, dirs: Sequence[Path]) 
     valid = list(list_specs(dirs, broken={}))
     raise UnknownDatasetError(
         f"unknown dataset {name!r}; valid names: {', '.join(valid)}. "
-        f"To add a dataset, write {Path(dirs[0]) / (name + '.yaml')} (README, 'Datasets')."
+        f"To add a dataset, write {Path(dirs[0]) / (name + '.yaml')} (docs/guide/datasets.md)."
     )
 
 

@@ -180,7 +180,7 @@ def _markdown(rows: Sequence[Mapping[str, Any]], specs: Mapping[str, DatasetSpec
     lines = [
         "# Dataset statistics",
         "",
-        "Written by `python -m pipeline.preprocess` (see README, *Datasets*). Protocol: own "
+        "Written by `python -m pipeline.preprocess` (see docs/guide/datasets.md). Protocol: own "
         "train/test split or 80/20, then 25% of the training part as dev (validation), "
         "`train_test_split(random_state=0)`. *features*: columns after one-hot encoding of "
         "nominal attributes; *classes*: labels (multilabel, label ranking) or ordinal "

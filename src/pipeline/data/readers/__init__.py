@@ -91,7 +91,7 @@ def load_raw(spec: DatasetSpec, raw_dir: Path, split: int | None = None) -> RawD
     except TypeError as exc:
         raise RegistryError(
             f"dataset {spec.name!r} ({spec.source or 'its YAML'}): bad reader options "
-            f"{spec.options}: {exc}; see README, 'Adding a dataset'"
+            f"{spec.options}: {exc}; see docs/guide/datasets.md, 'Adding a dataset'"
         ) from None
     except DataFormatError as exc:
         raise exc.with_dataset(spec.name) from None
@@ -100,7 +100,7 @@ def load_raw(spec: DatasetSpec, raw_dir: Path, split: int | None = None) -> RawD
             str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             ", ".join(str(base / f) for f in files.values()),
             None,
-            "check the file against its format (README, 'Adding a dataset')",
+            "check the file against its format (docs/guide/datasets.md, 'Adding a dataset')",
             spec.name,
         ) from None
     parts = {}
