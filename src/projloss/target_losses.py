@@ -995,7 +995,24 @@ class _PermutahedronLoss(TargetLoss):
         self.w = None if w is None else np.asarray(w, dtype=np.float64)
 
     def weights(self, k: int) -> NDArray[np.float64]:
-        """The weights ``w`` for size ``k`` (default given by :meth:`default_weights`)."""
+        """The weights ``w`` for size ``k`` (default given by :meth:`default_weights`).
+
+        Parameters
+        ----------
+        k : int
+            Number of labels (or documents).
+
+        Returns
+        -------
+        w : ndarray of shape (k,)
+            The constructor's ``w``, or the default weights when it is None.
+
+        Raises
+        ------
+        ValueError
+            If the constructor's ``w`` does not have shape ``(k,)`` (or, for
+            :class:`PrecisionAtKLoss`, ``top > k``).
+        """
         if self.w is None:
             return self.default_weights(k)
         if self.w.shape != (k,):
@@ -1006,13 +1023,49 @@ class _PermutahedronLoss(TargetLoss):
     def default_weights(self, k: int) -> NDArray[np.float64]: ...
 
     def apply_V(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:math:`Vu = -u`.
+
+        Parameters
+        ----------
+        u : ndarray of shape (..., k)
+            Points in the space of the encoded labels, batched over leading axes.
+
+        Returns
+        -------
+        Vu : ndarray of shape (..., k)
+            The linear map applied to each point.
+        """
         return -u
 
     def psi(self, yhat: ArrayLike) -> NDArray[np.float64]:
+        r"""The output encoding :math:`\psi(\pi)_{\pi_r} = w_r`: label ``pi[r]`` gets ``w[r]``.
+
+        Parameters
+        ----------
+        yhat : array-like of shape (..., k)
+            Rankings ``pi[rank] = label`` (permutations of ``0..k-1``), batched over leading axes.
+
+        Returns
+        -------
+        psi : ndarray of shape (..., k)
+            The permuted weights, float64.
+
+        Raises
+        ------
+        ValueError
+            If ``yhat`` does not hold permutations, or ``w`` does not have shape ``(k,)``.
+        """
         y = check_permutations(yhat, "yhat")
         return permuted_weights(y, self.weights(y.shape[-1]))
 
     def get_params(self) -> dict[str, Any]:
+        """Constructor parameters (for reprs, configs and logging).
+
+        Returns
+        -------
+        params : dict
+            ``{'w': w}``.
+        """
         return {"w": self.w}
 
 
