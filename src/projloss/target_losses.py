@@ -827,9 +827,11 @@ class ZeroOneLoss(TargetLoss):
 
 
 class LossMatrix(TargetLoss):
-    r"""Any loss on small finite spaces, given as a matrix ``M[yhat, y]`` (Appendix A,
-    "General loss"): :math:`\psi = \varphi =` one-hot, :math:`V = M`, :math:`b = 0`,
-    :math:`c = 0`. The output space (rows) may differ from the label space (columns).
+    r"""Any loss on small finite spaces, given as a matrix ``M[yhat, y]``.
+
+    Appendix A, "General loss": :math:`\psi = \varphi =` one-hot, :math:`V = M`,
+    :math:`b = 0`, :math:`c = 0`. The output space (rows) may differ from the label space
+    (columns).
 
     Parameters
     ----------
@@ -1070,13 +1072,13 @@ class _PermutahedronLoss(TargetLoss):
 
 
 class SpearmanLoss(_PermutahedronLoss):
-    r"""Squared distance between permuted weights,
-    :math:`L(\hat\pi, \pi) = \tfrac12\|\psi(\hat\pi) - \psi(\pi)\|^2`.
+    r"""Squared distance between permuted weights (Spearman's distance by default).
 
-    With the default :math:`w = (k, \dots, 1)` it is half the sum of squared rank
-    differences (Spearman's distance). :math:`V = -I`, :math:`b = 0`,
-    :math:`c(\pi) = \|w\|^2`; calibrated decoding is MAP on the permutahedron, i.e. sorting
-    :math:`u` — the decoding the paper uses with the permutahedron (Appendix B.1).
+    :math:`L(\hat\pi, \pi) = \tfrac12\|\psi(\hat\pi) - \psi(\pi)\|^2`. With the default
+    :math:`w = (k, \dots, 1)` it is half the sum of squared rank differences (Spearman's
+    distance). :math:`V = -I`, :math:`b = 0`, :math:`c(\pi) = \|w\|^2`; calibrated decoding
+    is MAP on the permutahedron, i.e. sorting :math:`u` — the decoding the paper uses with
+    the permutahedron (Appendix B.1).
 
     Parameters
     ----------

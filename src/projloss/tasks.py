@@ -63,14 +63,18 @@ class Encoding:
 
     @property
     def projection_sets(self) -> tuple[str, ...]:
-        """The registered sets that contain the encoded labels (supersets of the marginal
-        polytope in the same space)."""
+        """The registered sets that contain the encoded labels.
+
+        Supersets of the marginal polytope in the same space.
+        """
         return tuple(n for n, cls in SETS.items() if self.name in cls.encodings)
 
     @property
     def decoders(self) -> tuple[str, ...]:
-        """The registered sets whose vertices encode valid outputs (the marginal polytope
-        first, the paper's decoder)."""
+        """The registered sets whose vertices encode valid outputs.
+
+        The marginal polytope first (the paper's decoder).
+        """
         names = [n for n, cls in SETS.items() if self.name in cls.decodes]
         return tuple(sorted(names, key=lambda n: n != self.marginal))
 
