@@ -541,9 +541,10 @@ class RankingHammingLoss(TargetLoss):
         Parameters
         ----------
         yhat : array-like of shape (..., k) or (..., k, k)
-            Output structures.
+            Maps rank -> label, or with ``outputs="matrices"`` 0/1 matrices ``[rank, label]``.
         y : array-like of shape (..., k)
-            Ground-truth structures, broadcastable against ``yhat``.
+            Ground-truth rankings ``y[rank] = label`` (permutations), with the leading shape
+            of ``yhat``.
 
         Returns
         -------
