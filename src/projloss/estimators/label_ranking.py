@@ -17,9 +17,29 @@ from ._base import ProjectionEstimatorBase
 
 
 def check_rankings(y: Any, name: str = "y") -> NDArray[np.int64]:
-    """Validate rankings: permutations ``(n, k)`` with ``y[i, rank] = label`` (labels
-    ``0..k-1``, most preferred first), or permutation matrices ``(n, k, k)`` with
-    ``Y[i, rank, label] = 1``. Returns the permutations."""
+    """Validate rankings given as permutations or permutation matrices.
+
+    Permutations ``(n, k)`` with ``y[i, rank] = label`` (labels ``0..k-1``, most preferred
+    first), or permutation matrices ``(n, k, k)`` with ``Y[i, rank, label] = 1``.
+
+    Parameters
+    ----------
+    y : {array-like, sparse matrix} of shape (n_samples, k) or (n_samples, k, k)
+        The rankings.
+    name : str, default="y"
+        The argument's name, for the error messages.
+
+    Returns
+    -------
+    perms : ndarray of shape (n_samples, k)
+        The permutations ``y[i, rank] = label``, int64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` has neither shape, a matrix is not a permutation matrix, a row is not a
+        permutation of ``0..k-1``, or ``k < 2``.
+    """
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)

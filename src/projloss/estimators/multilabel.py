@@ -26,7 +26,25 @@ from ._base import ProjectionEstimatorBase
 
 
 def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
-    """Validate a 0/1 label indicator matrix ``(n_samples, n_labels)`` (dense or sparse)."""
+    """Validate a 0/1 label indicator matrix ``(n_samples, n_labels)`` (dense or sparse).
+
+    Parameters
+    ----------
+    y : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        The label indicator matrix.
+    name : str, default="y"
+        The argument's name, for the error messages.
+
+    Returns
+    -------
+    Y : ndarray of shape (n_samples, n_labels)
+        The dense matrix, float64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` holds NaN or infinite values, values other than 0 and 1, or is not 2-D.
+    """
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)
@@ -57,12 +75,37 @@ UPPER_RULES = {"auto": "ceil", "auto_round": "round"}
 
 
 def knapsack_upper_bound(Y: NDArray[np.float64], rule: str = "ceil") -> int:
-    r"""The paper's upper bound :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on
-    the number of labels, on the training labels (population variance), at most ``k``.
+    r"""The paper's upper bound on the number of labels of the knapsack polytope.
 
-    ``rule="round"`` rounds to the nearest integer (halves up) instead of the ceiling: the
-    bound the paper's Tables 6-7 numbers imply (its text states the ceiling; see the
-    project's ``reports/README.md``)."""
+    :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on the training labels
+    (population variance), at most ``k``. ``rule="round"`` rounds to the nearest integer
+    (halves up) instead of the ceiling: the bound the paper's Tables 6-7 numbers imply (its
+    text states the ceiling; see the project's ``reports/README.md``).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_samples, k)
+        The training label indicator matrix.
+    rule : {"ceil", "round"}, default="ceil"
+        How :math:`\mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}` becomes an integer.
+
+    Returns
+    -------
+    upper : int
+        The bound, in ``0..k``.
+
+    Raises
+    ------
+    ValueError
+        If ``rule`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Y = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 1, 1, 0]])  # 1, 1, 1, 3
+    >>> knapsack_upper_bound(Y), knapsack_upper_bound(Y, "round")  # 1.5 + 0.866...
+    (3, 2)
+    """
     counts = Y.sum(axis=1)
     value = float(counts.mean() + counts.std())
     if rule == "ceil":

@@ -112,8 +112,25 @@ def _import_torch() -> Any:
 
 
 def resolve_device(device: str) -> str:
-    """``"cpu"`` or ``"cuda"`` for ``device`` (``"auto"``: a GPU when PyTorch sees one);
-    ``"cuda"`` without a GPU is a one-line ``ValueError``."""
+    """``"cpu"`` or ``"cuda"`` for ``device`` (``"auto"``: a GPU when PyTorch sees one).
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"}
+        The requested device.
+
+    Returns
+    -------
+    device : {"cpu", "cuda"}
+        The device the network will train on.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not one of ``DEVICES``, or is ``"cuda"`` without a GPU (one line).
+    ImportError
+        If PyTorch is not installed.
+    """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {list(DEVICES)}, got {device!r}")
     torch = _import_torch()
