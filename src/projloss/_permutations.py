@@ -36,7 +36,26 @@ def _as_int(y: ArrayLike, name: str) -> NDArray[np.int64]:
 
 
 def check_permutations(y: ArrayLike, name: str = "y") -> NDArray[np.int64]:
-    """Validate an array of permutations of ``0..k-1`` on the last axis."""
+    """Validate an array of permutations of ``0..k-1`` on the last axis.
+
+    Parameters
+    ----------
+    y : array-like of shape (..., k)
+        Rankings ``y[..., rank] = label`` (integers, or floats holding integers).
+    name : str, default="y"
+        The argument's name, for the error messages.
+
+    Returns
+    -------
+    y : ndarray of shape (..., k)
+        The permutations as int64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is a scalar, does not hold integers, or some entry along the leading axes
+        is not a permutation of ``0..k-1``.
+    """
     arr = _as_int(y, name)
     if arr.ndim < 1:
         raise ValueError(f"{name} must have shape (..., k) of permutations, got a scalar")
@@ -52,19 +71,54 @@ def check_permutations(y: ArrayLike, name: str = "y") -> NDArray[np.int64]:
 
 
 def permutation_matrix(y: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Permutation matrices ``P[..., rank, label] = 1`` for ``y[..., rank] = label``."""
+    """Permutation matrices ``P[..., rank, label] = 1`` for ``y[..., rank] = label``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (..., k)
+        Rankings of integer labels in ``0..k-1`` (not validated; see
+        :func:`check_permutations`).
+
+    Returns
+    -------
+    P : ndarray of shape (..., k, k)
+        The 0/1 matrices, float64.
+    """
     k = y.shape[-1]
     return np.eye(k)[y]
 
 
 def inverse_permutation(y: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Ranks: ``r[..., label] = rank`` for ``y[..., rank] = label``."""
+    """Ranks: ``r[..., label] = rank`` for ``y[..., rank] = label``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (..., k)
+        Permutations of ``0..k-1`` (not validated; see :func:`check_permutations`).
+
+    Returns
+    -------
+    r : ndarray of shape (..., k)
+        The inverse permutations (the rank of each label), int64.
+    """
     return np.argsort(y, axis=-1, kind="stable")
 
 
 def permuted_weights(y: NDArray[np.int64], w: NDArray[np.float64]) -> NDArray[np.float64]:
-    r"""The permutahedron encoding :math:`\psi(\pi)_{\pi_r} = w_r`: label ``y[r]`` gets
-    ``w[r]``."""
+    r"""The permutahedron encoding :math:`\psi(\pi)_{\pi_r} = w_r`: label ``y[r]`` gets ``w[r]``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (..., k)
+        Permutations of ``0..k-1`` (not validated; see :func:`check_permutations`).
+    w : array-like of shape (k,)
+        The weight of each rank.
+
+    Returns
+    -------
+    psi : ndarray of shape (..., k)
+        The weight of each label, float64.
+    """
     return np.asarray(w, dtype=np.float64)[inverse_permutation(y)]
 
 

@@ -69,6 +69,25 @@ def loss_from_projection(
     r""":math:`S_C^\Psi(\theta, y)` given the projection :math:`u = P_C^\Psi(\theta)`.
 
     Sums over the trailing ``event_ndim`` axes; no validation (internal hot path).
+
+    Parameters
+    ----------
+    theta : ndarray of shape (..., *event_shape)
+        Model outputs :math:`\theta`, float64.
+    u : ndarray of shape (..., *event_shape)
+        Their projections :math:`P_C^\Psi(\theta)` onto the set.
+    phi : ndarray of shape (..., *event_shape)
+        Encoded labels :math:`\varphi(y)` (non-negative for the KL geometry).
+    geometry : {"euclidean", "kl"}
+        The geometry :math:`\Psi` the projection was computed with.
+    event_ndim : int, default=1
+        Number of trailing axes forming one point.
+
+    Returns
+    -------
+    values : ndarray of shape (...)
+        The loss for each leading index (may be ``inf`` or ``NaN`` on overflow: the
+        callers check).
     """
     ax = tuple(range(-event_ndim, 0))
     if geometry == "euclidean":
@@ -103,13 +122,34 @@ class ProjectionLoss:
     projection_set : str or ConvexSet
         The set :math:`C` (a registry name, see :func:`projloss.sets.get_set`, or an
         instance).
-    geometry : {"euclidean", "kl"}
+    geometry : {"euclidean", "kl"}, default="euclidean"
         The geometry :math:`\Psi`.
     event_ndim : int, optional
         Number of trailing axes forming one point. Defaults to the set's (1 for vector
         sets, 2 for matrix sets); pass 2 to use an entrywise set such as ``"reals"`` or
         ``"nonneg"`` on ``k x k`` matrices.
 
+    Attributes
+    ----------
+    set : ConvexSet
+        The resolved set :math:`C`.
+    geometry : str
+        The validated geometry.
+    event_ndim : int
+        Number of trailing axes forming one point.
+
+    Raises
+    ------
+    ValueError
+        If ``projection_set`` is not a set name or a ``ConvexSet``, the geometry is unknown
+        or not defined on the set, or ``event_ndim < 1``.
+
+    See Also
+    --------
+    projection_loss : The functional form of :meth:`value`.
+
+    Notes
+    -----
     All methods take ``theta`` of shape ``(..., *event_shape)`` and ``phi`` (the encoded
     labels :math:`\varphi(y)`) of the same shape, and return one value per leading index.
 
@@ -150,11 +190,51 @@ class ProjectionLoss:
         return theta, phi
 
     def project(self, theta: ArrayLike) -> NDArray[np.float64]:
-        r""":math:`P_C^\Psi(\theta)`, the gradient of :math:`\Omega^*`."""
+        r""":math:`P_C^\Psi(\theta)`, the gradient of :math:`\Omega^*`.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., *event_shape)
+            Model outputs :math:`\theta`, batched over leading axes.
+
+        Returns
+        -------
+        u : ndarray of shape (..., *event_shape)
+            The projections onto the set, float64.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` is not a finite numeric array of the set's shape, or a projection
+            is not representable in float64.
+        """
         return self.set.project(theta, self.geometry)
 
     def value(self, theta: ArrayLike, phi: ArrayLike) -> NDArray[np.float64]:
-        r""":math:`S_C^\Psi(\theta, y)`, one value per leading index."""
+        r""":math:`S_C^\Psi(\theta, y)`, one value per leading index.
+
+        ``loss(theta, phi)`` is the same.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., *event_shape)
+            Model outputs :math:`\theta`, batched over leading axes.
+        phi : array-like of shape (..., *event_shape)
+            Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+
+        Returns
+        -------
+        values : ndarray of shape (...)
+            The loss for each leading index, float64, finite and (for labels in the set)
+            non-negative.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` or ``phi`` is not a finite numeric array, their shapes differ, ``theta``
+            has fewer than ``event_ndim`` axes, the projection is not representable, or the loss
+            value overflows float64.
+        """
         theta, phi = self._check(theta, phi)
         u = self.project(theta)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -167,8 +247,31 @@ class ProjectionLoss:
     def value_and_grad(
         self, theta: ArrayLike, phi: ArrayLike
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        r"""Value, gradient :math:`u - \varphi(y)` and projection :math:`u`, from one
-        projection. Returns ``(values, grad, u)``."""
+        r"""Value, gradient :math:`u - \varphi(y)` and projection :math:`u`, from one projection.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., *event_shape)
+            Model outputs :math:`\theta`, batched over leading axes.
+        phi : array-like of shape (..., *event_shape)
+            Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+
+        Returns
+        -------
+        values : ndarray of shape (...)
+            The loss for each leading index, as :meth:`value`.
+        grad : ndarray of shape (..., *event_shape)
+            Its gradient with respect to ``theta``, :math:`u - \varphi(y)`.
+        u : ndarray of shape (..., *event_shape)
+            The projections :math:`P_C^\Psi(\theta)`.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` or ``phi`` is not a finite numeric array, their shapes differ, ``theta``
+            has fewer than ``event_ndim`` axes, the projection is not representable, or the loss
+            value overflows float64.
+        """
         theta, phi = self._check(theta, phi)
         u = self.project(theta)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -177,8 +280,26 @@ class ProjectionLoss:
         return values, u - phi, u
 
     def conjugate(self, theta: ArrayLike) -> NDArray[np.float64]:
-        r""":math:`\Omega^*(\theta) = \langle\theta, u\rangle - \Psi(u)` at
-        :math:`u = P_C^\Psi(\theta)`."""
+        r"""The conjugate :math:`\Omega^*(\theta) = \langle\theta, u\rangle - \Psi(u)`.
+
+        Evaluated at the projection :math:`u = P_C^\Psi(\theta)`.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., *event_shape)
+            Model outputs :math:`\theta`, batched over leading axes.
+
+        Returns
+        -------
+        values : ndarray of shape (...)
+            The conjugate :math:`\Omega^*(\theta)` for each leading index, float64.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` is not a finite numeric array, the projection is not representable,
+            or the value overflows float64.
+        """
         theta = check_array(theta, name="theta")
         u = self.project(theta)
         ax = tuple(range(-self.event_ndim, 0))
@@ -192,12 +313,39 @@ class ProjectionLoss:
         return values
 
     def compositional(self, theta: ArrayLike, phi: ArrayLike) -> NDArray[np.float64]:
-        r"""The compositional loss :math:`\ell_C^\Psi = D_\Psi(\varphi(y), P_C^\Psi(\theta))`
-        (non-convex in general; for diagnostics). Lower-bounds :meth:`value`."""
+        r"""The compositional loss :math:`\ell_C^\Psi = D_\Psi(\varphi(y), P_C^\Psi(\theta))`.
+
+        Non-convex in general; for diagnostics. Lower-bounds :meth:`value`.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., *event_shape)
+            Model outputs :math:`\theta`, batched over leading axes.
+        phi : array-like of shape (..., *event_shape)
+            Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+
+        Returns
+        -------
+        values : ndarray of shape (...)
+            The divergence for each leading index, float64.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` or ``phi`` is not a finite numeric array, their shapes differ, or
+            ``theta`` has fewer than ``event_ndim`` axes.
+        """
         theta, phi = self._check(theta, phi)
         return divergence(phi, self.project(theta), self.geometry, self.event_ndim)
 
     def get_params(self) -> dict[str, Any]:
+        """Constructor parameters (for reprs, configs and logging).
+
+        Returns
+        -------
+        params : dict
+            ``{'projection_set': set, 'geometry': geometry}``.
+        """
         return {"projection_set": self.set, "geometry": self.geometry}
 
     def __repr__(self) -> str:
@@ -211,7 +359,39 @@ def projection_loss(
     geometry: str = "euclidean",
     event_ndim: int | None = None,
 ) -> NDArray[np.float64]:
-    r"""Functional form of :meth:`ProjectionLoss.value`: :math:`S_C^\Psi(\theta, y)`."""
+    r"""Functional form of :meth:`ProjectionLoss.value`: :math:`S_C^\Psi(\theta, y)`.
+
+    Parameters
+    ----------
+    theta : array-like of shape (..., *event_shape)
+        Model outputs :math:`\theta`, batched over leading axes.
+    phi : array-like of shape (..., *event_shape)
+        Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+    projection_set : str or ConvexSet
+        The set :math:`C` (a registry name or an instance).
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi`.
+    event_ndim : int, optional
+        Number of trailing axes forming one point (default: the set's).
+
+    Returns
+    -------
+    values : ndarray of shape (...)
+        The loss for each leading index, float64.
+
+    Raises
+    ------
+    ValueError
+        As :class:`ProjectionLoss` and :meth:`ProjectionLoss.value`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from projloss.losses import projection_loss
+    >>> theta, phi = np.array([0.5, 0.5]), np.array([1.0, 0.0])
+    >>> float(projection_loss(theta, phi, "reals"))  # the squared loss on R^p
+    0.25
+    """
     return ProjectionLoss(projection_set, geometry, event_ndim).value(theta, phi)
 
 
@@ -222,7 +402,33 @@ def projection_loss_and_grad(
     geometry: str = "euclidean",
     event_ndim: int | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""Value and gradient :math:`P_C^\Psi(\theta) - \varphi(y)` from one projection."""
+    r"""Value and gradient :math:`P_C^\Psi(\theta) - \varphi(y)` from one projection.
+
+    Parameters
+    ----------
+    theta : array-like of shape (..., *event_shape)
+        Model outputs :math:`\theta`, batched over leading axes.
+    phi : array-like of shape (..., *event_shape)
+        Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+    projection_set : str or ConvexSet
+        The set :math:`C` (a registry name or an instance).
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi`.
+    event_ndim : int, optional
+        Number of trailing axes forming one point (default: the set's).
+
+    Returns
+    -------
+    values : ndarray of shape (...)
+        The loss for each leading index, float64.
+    grad : ndarray of shape (..., *event_shape)
+        Its gradient with respect to ``theta``.
+
+    Raises
+    ------
+    ValueError
+        As :class:`ProjectionLoss` and :meth:`ProjectionLoss.value_and_grad`.
+    """
     values, grad, _ = ProjectionLoss(projection_set, geometry, event_ndim).value_and_grad(
         theta, phi
     )
@@ -236,7 +442,33 @@ def compositional_loss(
     geometry: str = "euclidean",
     event_ndim: int | None = None,
 ) -> NDArray[np.float64]:
-    r""":math:`\ell_C^\Psi(\theta, y) = D_\Psi(\varphi(y), P_C^\Psi(\theta))`."""
+    r""":math:`\ell_C^\Psi(\theta, y) = D_\Psi(\varphi(y), P_C^\Psi(\theta))`.
+
+    Functional form of :meth:`ProjectionLoss.compositional`.
+
+    Parameters
+    ----------
+    theta : array-like of shape (..., *event_shape)
+        Model outputs :math:`\theta`, batched over leading axes.
+    phi : array-like of shape (..., *event_shape)
+        Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
+    projection_set : str or ConvexSet
+        The set :math:`C` (a registry name or an instance).
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi`.
+    event_ndim : int, optional
+        Number of trailing axes forming one point (default: the set's).
+
+    Returns
+    -------
+    values : ndarray of shape (...)
+        The divergence for each leading index, float64.
+
+    Raises
+    ------
+    ValueError
+        As :class:`ProjectionLoss` and :meth:`ProjectionLoss.compositional`.
+    """
     return ProjectionLoss(projection_set, geometry, event_ndim).compositional(theta, phi)
 
 

@@ -83,10 +83,40 @@ def ranking_hamming_loss(
     percent: bool = True,
     sample_weight: ArrayLike | None = None,
 ) -> float:
-    """Fraction of differing entries between true and predicted ``k x k`` permutation (or
-    0/1) matrices, averaged over samples; in percent by default (the paper's label-ranking
-    metric). Inputs are rankings ``(n, k)`` with ``y[i, rank] = label`` or 0/1 matrices
-    ``(n, k, k)``."""
+    """Fraction of differing entries between true and predicted ``k x k`` permutation matrices.
+
+    Averaged over samples; in percent by default (the paper's label-ranking metric).
+    Inputs are rankings ``(n, k)`` with ``y[i, rank] = label`` or 0/1 matrices
+    ``(n, k, k)``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples, k) or (n_samples, k, k)
+        True rankings (permutations of ``0..k-1``) or 0/1 matrices ``[rank, label]``.
+    y_pred : array-like of shape (n_samples, k) or (n_samples, k, k)
+        Predicted rankings or 0/1 matrices, as ``y_true``.
+    percent : bool, default=True
+        Return a percentage (else a fraction in ``[0, 1]``).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative finite weights, not all zero; None for equal weights.
+
+    Returns
+    -------
+    loss : float
+        The weighted mean Hamming loss, in percent if ``percent``.
+
+    Raises
+    ------
+    ValueError
+        If an input is neither permutations nor 0/1 square matrices, the two shapes
+        differ, there is no sample, or ``sample_weight`` is invalid.
+
+    Examples
+    --------
+    >>> from projloss.metrics import ranking_hamming_loss
+    >>> ranking_hamming_loss([[0, 1, 2]], [[1, 0, 2]])  # 4 of the 9 entries differ
+    44.44444444444444
+    """
     A = _as_matrices(y_true, "y_true")
     B = _as_matrices(y_pred, "y_pred")
     if A.shape != B.shape:
@@ -101,6 +131,26 @@ def ranking_hamming_loss(
 def multilabel_accuracy(y_true: Any, y_pred: Any, *, sample_weight: Any = None) -> float:
     """``100 (1 - Hamming loss)`` over the label indicator matrix (paper Table 6).
 
+    Parameters
+    ----------
+    y_true : array-like or sparse matrix of shape (n_samples, n_labels)
+        True 0/1 label indicator matrix.
+    y_pred : array-like or sparse matrix of shape (n_samples, n_labels)
+        Predicted 0/1 label indicator matrix.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative finite weights, not all zero; None for equal weights.
+
+    Returns
+    -------
+    accuracy : float
+        The weighted fraction of correct entries, in percent.
+
+    Raises
+    ------
+    ValueError
+        If an input is not a 0/1 indicator matrix, the shapes differ, there is no sample,
+        or ``sample_weight`` is invalid.
+
     Examples
     --------
     >>> round(multilabel_accuracy([[1, 0, 1], [0, 1, 0]], [[1, 0, 0], [0, 1, 0]]), 4)
@@ -112,8 +162,39 @@ def multilabel_accuracy(y_true: Any, y_pred: Any, *, sample_weight: Any = None) 
 
 
 def f1(y_true: Any, y_pred: Any, *, average: str = "micro", sample_weight: Any = None) -> float:
-    """F1 score in percent for indicator matrices, ``average`` in {"micro", "macro",
-    "samples"} (the paper does not say which; Table 7). Undefined ratios count as 0."""
+    """F1 score in percent for label indicator matrices (paper Table 7).
+
+    The paper does not say which average it uses. Undefined ratios count as 0.
+
+    Parameters
+    ----------
+    y_true : array-like or sparse matrix of shape (n_samples, n_labels)
+        True 0/1 label indicator matrix.
+    y_pred : array-like or sparse matrix of shape (n_samples, n_labels)
+        Predicted 0/1 label indicator matrix.
+    average : {"micro", "macro", "samples"}, default="micro"
+        The average over labels (micro, macro) or samples (samples), as
+        :func:`sklearn.metrics.f1_score`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative finite weights, not all zero; None for equal weights.
+
+    Returns
+    -------
+    score : float
+        The F1 score, in percent.
+
+    Raises
+    ------
+    ValueError
+        If ``average`` is unknown, an input is not a 0/1 indicator matrix, the shapes
+        differ, there is no sample, or ``sample_weight`` is invalid.
+
+    Examples
+    --------
+    >>> from projloss.metrics import f1
+    >>> f1([[1, 0, 1], [0, 1, 0]], [[1, 0, 0], [0, 1, 0]])  # 2 true positives, 1 miss
+    80.0
+    """
     if average not in ("micro", "macro", "samples"):
         raise ValueError(f"unknown F1 average {average!r}; valid: 'micro', 'macro', 'samples'")
     y_true, y_pred = _check_indicators(y_true, y_pred)
@@ -124,8 +205,34 @@ def f1(y_true: Any, y_pred: Any, *, average: str = "micro", sample_weight: Any =
 
 
 def ordinal_mae(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: Any = None) -> float:
-    """Mean absolute error between ordinal labels (paper Table 4): 1-D arrays of finite
-    numbers of the same length."""
+    r"""Mean absolute error between ordinal labels (paper Table 4).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True ordinal labels (finite numbers).
+    y_pred : array-like of shape (n_samples,)
+        Predicted ordinal labels (finite numbers).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative finite weights, not all zero; None for equal weights.
+
+    Returns
+    -------
+    mae : float
+        The weighted mean of :math:`|\hat y_i - y_i|`.
+
+    Raises
+    ------
+    ValueError
+        If an input is not 1-D or holds non-numeric or non-finite values, the lengths
+        differ, there is no sample, or ``sample_weight`` is invalid.
+
+    Examples
+    --------
+    >>> from projloss.metrics import ordinal_mae
+    >>> ordinal_mae([1, 2, 3], [1, 3, 5])
+    1.0
+    """
     arrays = []
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         arr = np.asarray(y)

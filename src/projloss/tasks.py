@@ -33,6 +33,23 @@ class Encoding:
     valid projection and decoding sets are the registered sets that say so
     (:attr:`ConvexSet.encodings`, :attr:`ConvexSet.decodes`), in registry order: a set
     added with :func:`projloss.sets.register_set` joins the tasks it declares.
+
+    Parameters
+    ----------
+    name : str
+        The encoding's name (a key of :data:`ENCODINGS`, the name the sets declare).
+    marginal : str
+        Registry name of the marginal polytope, whose ``encode`` gives :math:`\\varphi`.
+    target_losses : tuple of str
+        Registry names of the target losses that decompose in this encoding (the first is
+        the default).
+
+    Examples
+    --------
+    >>> from projloss.tasks import ENCODINGS
+    >>> enc = ENCODINGS["cumulative"]
+    >>> enc.marginal, enc.target_losses, enc.event_shape(5)
+    ('order_simplex', ('absolute',), (4,))
     """
 
     name: str
@@ -46,27 +63,61 @@ class Encoding:
 
     @property
     def projection_sets(self) -> tuple[str, ...]:
-        """The registered sets that contain the encoded labels (supersets of the marginal
-        polytope in the same space)."""
+        """The registered sets that contain the encoded labels.
+
+        Supersets of the marginal polytope in the same space.
+        """
         return tuple(n for n, cls in SETS.items() if self.name in cls.encodings)
 
     @property
     def decoders(self) -> tuple[str, ...]:
-        """The registered sets whose vertices encode valid outputs (the marginal polytope
-        first, the paper's decoder)."""
+        """The registered sets whose vertices encode valid outputs.
+
+        The marginal polytope first (the paper's decoder).
+        """
         names = [n for n, cls in SETS.items() if self.name in cls.decodes]
         return tuple(sorted(names, key=lambda n: n != self.marginal))
 
     def event_shape(self, k: int) -> tuple[int, ...]:
-        """Shape of one encoded label for ``k`` classes / labels: a point of the marginal
-        polytope (:meth:`ConvexSet.event_shape`: ``(k, k)`` for permutation matrices,
-        ``(k - 1,)`` for the order simplex's cumulative encoding)."""
+        """Shape of one encoded label for ``k`` classes / labels.
+
+        A point of the marginal polytope (:meth:`ConvexSet.event_shape`: ``(k, k)`` for
+        permutation matrices, ``(k - 1,)`` for the order simplex's cumulative encoding).
+
+        Parameters
+        ----------
+        k : int
+            Number of classes (or labels).
+
+        Returns
+        -------
+        shape : tuple of int
+            The shape of one encoded label.
+        """
         return SETS[self.marginal]().event_shape(k)
 
 
 @dataclass(frozen=True)
 class Task:
-    """A task: its encodings (one per family of decoding sets) and its metric."""
+    """A task: its encodings (one per family of decoding sets) and its metric.
+
+    Parameters
+    ----------
+    name : str
+        The task's name (a key of :data:`TASKS`).
+    encodings : tuple of Encoding
+        Its label encodings, one per family of decoding sets.
+    default_decoder : str or None, default=None
+        The decoding set used when the projection set cannot decode (None: the decoding
+        set must then be given).
+
+    Examples
+    --------
+    >>> from projloss.tasks import get_task
+    >>> task = get_task("ordinal")
+    >>> task.decoders, task.encoding_of("order_simplex").name
+    (('order_simplex',), 'cumulative')
+    """
 
     name: str
     encodings: tuple[Encoding, ...]
@@ -74,16 +125,35 @@ class Task:
 
     @property
     def decoders(self) -> tuple[str, ...]:
+        """The decoding sets of all the task's encodings, in encoding order."""
         return tuple(d for e in self.encodings for d in e.decoders)
 
     @property
     def projection_sets(self) -> tuple[str, ...]:
+        """The projection sets of all the task's encodings (without repeats), in order."""
         seen: dict[str, None] = {}
         for e in self.encodings:
             seen.update(dict.fromkeys(e.projection_sets))
         return tuple(seen)
 
     def encoding_of(self, decoder: str) -> Encoding:
+        """The encoding whose outputs the decoding set ``decoder`` produces.
+
+        Parameters
+        ----------
+        decoder : str
+            Registry name of a decoding set.
+
+        Returns
+        -------
+        encoding : Encoding
+            The first of the task's encodings that lists ``decoder`` among its decoders.
+
+        Raises
+        ------
+        ValueError
+            If no encoding of the task has ``decoder`` as a decoding set.
+        """
         for e in self.encodings:
             if decoder in e.decoders:
                 return e
@@ -146,7 +216,25 @@ def _known_sets() -> set[str]:
 
 @dataclass(frozen=True)
 class Composition:
-    """A validated composition (names), with the encoding it uses."""
+    """A validated composition (names), with the encoding it uses.
+
+    Built by :func:`check_composition`.
+
+    Parameters
+    ----------
+    task : str
+        The task's name.
+    projection_set : str
+        Registry name of the projection set :math:`C`.
+    geometry : str
+        The geometry :math:`\\Psi` (``"euclidean"`` or ``"kl"``).
+    decoding_set : str
+        Registry name of the decoding set :math:`D`.
+    target_loss : str
+        Registry name of the target loss :math:`L`.
+    encoding : Encoding
+        The label encoding shared by :math:`C` and :math:`D`.
+    """
 
     task: str
     projection_set: str
@@ -165,6 +253,24 @@ def _name(obj: str | ConvexSet | TargetLoss | None, kind: str) -> str | None:
 
 
 def get_task(task: str) -> Task:
+    """The task registered as ``task``.
+
+    Parameters
+    ----------
+    task : str
+        A key of :data:`TASKS`: ``"label_ranking"``, ``"ordinal"``, ``"multilabel"`` or
+        ``"multiclass"``.
+
+    Returns
+    -------
+    task : Task
+        The task.
+
+    Raises
+    ------
+    ValueError
+        If ``task`` is not a registered task.
+    """
     try:
         return TASKS[task]
     except (KeyError, TypeError):
@@ -183,8 +289,41 @@ def check_composition(
     ``decoding_set=None`` means the projection set when it is a valid decoder for the task,
     else the task's only decoder (ordinal: order simplex; multiclass: simplex); otherwise
     (e.g. label ranking projected on ``reals``) it must be given. ``target_loss=None`` means
-    the encoding's default target loss. Raises ``ValueError`` naming the problem and the
-    valid choices.
+    the encoding's default target loss.
+
+    Parameters
+    ----------
+    task : str
+        The task's name (see :func:`get_task`).
+    projection_set : str or ConvexSet
+        The projection set :math:`C` (a registry name or an instance).
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\\Psi`.
+    decoding_set : str or ConvexSet or None, default=None
+        The decoding set :math:`D`; None for the default described above.
+    target_loss : str or TargetLoss or None, default=None
+        The target loss :math:`L`; None for the encoding's default.
+
+    Returns
+    -------
+    composition : Composition
+        The validated composition, as names, with the defaults filled in.
+
+    Raises
+    ------
+    ValueError
+        Naming the problem and the valid choices: if the task, a set, the geometry or the
+        target loss is unknown; the projection set does not contain the task's encoded
+        labels; no decoding set is given where the projection set cannot decode; the two
+        sets live in different encodings; the geometry is not defined on the projection
+        set; or the target loss does not decompose over the decoding set's vertices.
+
+    Examples
+    --------
+    >>> from projloss.tasks import check_composition
+    >>> c = check_composition("ordinal", "reals")  # decoded on the order simplex
+    >>> c.decoding_set, c.target_loss, c.encoding.name
+    ('order_simplex', 'absolute', 'cumulative')
     """
     t = get_task(task)
     proj = _name(projection_set, "projection_set")
@@ -258,8 +397,27 @@ def _decodes(target_loss: str, decoder: str) -> bool:
 
 
 def valid_compositions(task: str) -> list[tuple[str, str, str, str]]:
-    """Every valid (projection set, geometry, decoding set, target loss) for ``task``
-    (names), among the sets that are registered."""
+    """Every valid (projection set, geometry, decoding set, target loss) for ``task``.
+
+    As names, among the sets that are registered; ``loss_matrix`` is left out (it needs a
+    matrix, so it is not composable by name).
+
+    Parameters
+    ----------
+    task : str
+        The task's name (see :func:`get_task`).
+
+    Returns
+    -------
+    compositions : list of tuple of str
+        The ``(projection_set, geometry, decoding_set, target_loss)`` tuples that
+        :func:`check_composition` accepts.
+
+    Raises
+    ------
+    ValueError
+        If ``task`` is not a registered task.
+    """
     t = get_task(task)
     out = []
     for enc in t.encodings:

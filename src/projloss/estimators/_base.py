@@ -167,13 +167,30 @@ class ProjectionEstimatorBase(BaseEstimator):
         return X, phi
 
     def fit(self, X: Any, y: Any) -> ProjectionEstimatorBase:
-        """Fit the model on the projection loss (L-BFGS; semismooth Newton for
-        ``model="poly"``).
+        """Fit the model on the projection loss (L-BFGS; semismooth Newton for ``model="poly"``).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : labels in the task's natural form (see the class docstring).
+            Training inputs.
+        y : array-like
+            Labels in the task's natural form (see the class docstring): rankings of shape
+            ``(n_samples, k)`` or permutation matrices ``(n_samples, k, k)`` (label
+            ranking), ordered labels ``(n_samples,)`` (ordinal regression), a 0/1 label
+            indicator matrix ``(n_samples, n_labels)`` (multilabel), class labels
+            ``(n_samples,)`` (multiclass).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If a hyperparameter is out of range, the composition is not valid for the task
+            (:func:`projloss.tasks.check_composition`), ``y`` is None or not labels of the
+            task, or ``X`` is not finite or too large in magnitude for the loss.
         """
         self._check_hyperparameters()
         X, phi = self._prepare_fit(X, y)
@@ -242,8 +259,24 @@ class ProjectionEstimatorBase(BaseEstimator):
         return self
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:
-        r"""Model outputs :math:`\theta = W f(x) + b`, shape ``(n_samples, *event_shape_)``
-        (``(n, k, k)`` for the permutation-matrix encoding)."""
+        r"""Model outputs :math:`\theta = W f(x) + b`, the input of the projection.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_samples, *event_shape_)
+            The model outputs, float64 (``(n_samples, k, k)`` for the permutation-matrix
+            encoding).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         theta = safe_sparse_dot(self._features(X), self.coef_.T, dense_output=True)
@@ -251,8 +284,26 @@ class ProjectionEstimatorBase(BaseEstimator):
         return theta.reshape(X.shape[0], *self.event_shape_)
 
     def project(self, X: Any) -> NDArray[np.float64]:
-        r"""Soft outputs :math:`u = P_C^\Psi(\theta)` (e.g. soft permutation matrices for the
-        Birkhoff polytope, marginal label probabilities for the cube)."""
+        r"""Soft outputs :math:`u = P_C^\Psi(\theta)`, the projections of the model outputs.
+
+        E.g. soft permutation matrices for the Birkhoff polytope, marginal label
+        probabilities for the cube, class probabilities for the simplex.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        u : ndarray of shape (n_samples, *event_shape_)
+            The projections onto ``projection_set_``, float64.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self)
         return self.projection_set_.project(self.decision_function(X), self.composition_.geometry)
 
@@ -261,8 +312,24 @@ class ProjectionEstimatorBase(BaseEstimator):
         return self.decoding_set_.argmax(self.target_loss_.scores(u))
 
     def predict(self, X: Any) -> Any:
-        r"""Calibrated decoding :math:`\hat y = \mathrm{MAP}_D(-Vu - b)` (paper eq. 9), in the
-        labels' natural form."""
+        r"""Calibrated decoding :math:`\hat y = \mathrm{MAP}_D(-Vu - b)` (paper eq. 9).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray
+            Predicted labels, in the labels' natural form (see the estimator's
+            ``predict``).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self)
         return self._format_predictions(self._decode(X))
 

@@ -48,14 +48,38 @@ MAX_ENTRIES = 64
 
 @dataclass
 class FitMemo:
-    """The results of this process's memoized fits, most recent last."""
+    """The results of this process's memoized fits, most recent last.
+
+    Parameters
+    ----------
+    results : OrderedDict of str to object, default=empty
+        The kept solver results by key (:func:`fit_key`), most recent last.
+    hits : int, default=0
+        Number of fits served from the memo.
+    misses : int, default=0
+        Number of fits solved (then kept).
+    """
 
     results: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     hits: int = 0
     misses: int = 0
 
     def solve(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The result for ``key``: the memo's copy, else ``compute()`` (then kept)."""
+        """The result for ``key``: the memo's copy, else ``compute()`` (then kept).
+
+        Parameters
+        ----------
+        key : str
+            The digest of everything the result depends on (:func:`fit_key`).
+        compute : callable
+            Computes the result (a solver result with ``coef`` and ``intercept``) when the
+            memo does not hold it.
+
+        Returns
+        -------
+        result : object
+            A copy of the kept result, or the computed one.
+        """
         found = self.results.get(key)
         if found is not None:
             self.results.move_to_end(key)
@@ -74,8 +98,22 @@ _ACTIVE: FitMemo | None = None
 
 @contextlib.contextmanager
 def memoized_fits() -> Iterator[FitMemo]:
-    """Memoize the estimators' fits in this block (module docstring); nested blocks share
-    the outer memo."""
+    """Memoize the estimators' fits in this block (see the module docstring).
+
+    Nested blocks share the outer memo.
+
+    Yields
+    ------
+    memo : FitMemo
+        The active memo (its ``hits`` and ``misses`` count the fits it served and solved).
+
+    Examples
+    --------
+    >>> from projloss.estimators import memoized_fits
+    >>> with memoized_fits() as memo, memoized_fits() as inner:
+    ...     print(inner is memo, memo.hits, memo.misses)
+    True 0 0
+    """
     global _ACTIVE
     if _ACTIVE is not None:
         yield _ACTIVE
@@ -88,14 +126,35 @@ def memoized_fits() -> Iterator[FitMemo]:
 
 
 def active_memo() -> FitMemo | None:
-    """The memo of the enclosing :func:`memoized_fits` block, if any."""
+    """The memo of the enclosing :func:`memoized_fits` block, if any.
+
+    Returns
+    -------
+    memo : FitMemo or None
+        The active memo, or None outside a :func:`memoized_fits` block.
+    """
     return _ACTIVE
 
 
 def fit_key(arrays: tuple[Any, ...], settings: tuple[Any, ...]) -> str:
-    """The digest of ``arrays`` (dense, sparse -- by :func:`._newton.content_key` -- or
-    None: by shape, type and bytes, read in place) and of ``settings`` (their ``repr``:
-    plain values only). SHA-256, as ``content_key`` (the CPU's SHA instructions)."""
+    """The SHA-256 digest of ``arrays`` and ``settings``, the key of a memoized fit.
+
+    Arrays (dense, sparse -- by :func:`._newton.content_key` -- or None) by shape, type and
+    bytes, read in place; ``settings`` by their ``repr`` (plain values only). SHA-256, as
+    ``content_key`` (the CPU's SHA instructions).
+
+    Parameters
+    ----------
+    arrays : tuple
+        Dense arrays, sparse matrices or None.
+    settings : tuple
+        Plain values (numbers, strings, tuples, lists).
+
+    Returns
+    -------
+    key : str
+        The hexadecimal digest.
+    """
     from ._newton import content_key
 
     h = hashlib.sha256()

@@ -28,13 +28,24 @@ from .ordinal import OrdinalLabelsMixin
 
 
 class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator):
-    """Predicts the median training label (the lower median when the number of samples
-    is even and the two middle labels differ), ignoring the inputs.
+    """Predicts the median training label, ignoring the inputs.
+
+    The lower median when the number of samples is even and the two middle labels differ.
+    ``score`` is minus the mean absolute error, as for
+    :class:`~projloss.estimators.ProjectionOrdinalRegressor`.
 
     Attributes
     ----------
     classes_ : ndarray of shape (k,)
-    median_ : the predicted label (an element of ``classes_``).
+        The ordered labels (``np.unique(y)``).
+    n_classes_ : int
+        ``k``.
+    median_ : object
+        The predicted label (an element of ``classes_``).
+    median_rank_ : int
+        Its rank in ``1..k``.
+    n_features_in_ : int
+        Number of features seen during fit.
 
     Examples
     --------
@@ -46,6 +57,25 @@ class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator)
     """
 
     def fit(self, X: Any, y: Any) -> MedianOrdinalRegressor:
+        """Store the median training label.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs (only their number of samples and features is used).
+        y : array-like of shape (n_samples,)
+            Ordered training labels (at least 2 classes).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has fewer than 2 classes or a length other than ``n_samples``.
+        """
         X = validate_features(self, X, reset=True)
         ranks = self._fit_ordinal_labels(y, X.shape[0])
         self.median_rank_ = int(np.quantile(ranks, 0.5, method="lower"))
@@ -53,6 +83,23 @@ class MedianOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEstimator)
         return self
 
     def predict(self, X: Any) -> NDArray[Any]:
+        """Predict the median training label for every sample.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            ``median_`` for every sample.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self)
         X = validate_features(self, X, reset=False)
         return self._ranks_to_labels(np.full(X.shape[0], self.median_rank_))
@@ -75,7 +122,9 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
     Parameters
     ----------
     alpha : float, default=1.0
+        The ridge penalty :math:`\alpha` (>= 0), scaled as in the objective above.
     fit_intercept : bool, default=True
+        Fit the intercept :math:`b` (not penalized unless ``penalize_intercept``).
     penalize_intercept : bool, default=False
         Penalize the intercept like ``w`` (:math:`+\frac\alpha2 b^2`): ridge on the inputs
         with a constant feature of 1s appended (``add_dummy_feature``), as the paper's
@@ -89,14 +138,28 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
     Attributes
     ----------
     classes_ : ndarray of shape (k,)
-    coef_ : ndarray of shape (n_features,), or ``(n_features + 1,)`` with
-        ``penalize_intercept`` (then its first entry is the intercept: the weight of the
-        constant feature that ``add_dummy_feature`` prepends)
-    intercept_ : float (0.0 with ``penalize_intercept``)
-        :class:`~sklearn.linear_model.Ridge`'s ``coef_`` and ``intercept_``: on dense
-        inputs with at least as many samples as features (every ordinal dataset) the fit
-        runs its "cholesky" solver's operations itself (:func:`ridge_cholesky`), without
-        its per-fit checks (most of a small fit's time); otherwise it calls ``Ridge``.
+        The ordered labels (``np.unique(y)``).
+    n_classes_ : int
+        ``k``.
+    coef_ : ndarray of shape (n_features,) or (n_features + 1,)
+        The ridge weights :math:`w`; with ``penalize_intercept`` it has ``n_features + 1``
+        entries, the first the intercept (the weight of the constant feature that
+        ``add_dummy_feature`` prepends).
+    intercept_ : float
+        The intercept :math:`b` (0.0 with ``penalize_intercept``).
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    ProjectionOrdinalRegressor : The projection-loss estimator these baselines compare to.
+
+    Notes
+    -----
+    ``coef_`` and ``intercept_`` are :class:`~sklearn.linear_model.Ridge`'s: on dense
+    inputs with at least as many samples as features (every ordinal dataset) the fit runs
+    its "cholesky" solver's operations itself (:func:`ridge_cholesky`), without its
+    per-fit checks (most of a small fit's time); otherwise it calls ``Ridge``.
 
     Examples
     --------
@@ -126,6 +189,26 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         return bool(self.fit_intercept and self.penalize_intercept)
 
     def fit(self, X: Any, y: Any) -> RidgeRoundingOrdinalRegressor:
+        """Fit the ridge regression on the label ranks (or values, with ``clip=False``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+        y : array-like of shape (n_samples,)
+            Ordered training labels (at least 2 classes).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is not a number >= 0, ``clip=False`` with non-numeric labels, or ``y``
+            has fewer than 2 classes or a length other than ``n_samples``.
+        """
         a = self.alpha
         if not isinstance(a, numbers.Real) or isinstance(a, bool) or not a >= 0:
             raise ValueError(f"alpha must be a finite number >= 0, got {a!r}")
@@ -150,13 +233,48 @@ class RidgeRoundingOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, BaseEst
         return self
 
     def predict_rank(self, X: Any) -> NDArray[np.float64]:
-        """The real-valued ridge prediction before rounding: of the rank, or of the label
-        value when ``clip=False``."""
+        r"""The real-valued ridge prediction before rounding.
+
+        Of the rank, or of the label value when ``clip=False``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        z : ndarray of shape (n_samples,)
+            :math:`\langle w, x\rangle + b` for each sample, float64.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self)
         X = validate_features(self, X, reset=False)
         return (add_dummy_feature(X) if self._dummy else X) @ self.coef_ + self.intercept_
 
     def predict(self, X: Any) -> NDArray[Any]:
+        """Round the ridge predictions to the nearest class (see ``clip``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Elements of ``classes_`` (``clip=True``), or the ridge predictions of the label
+            values rounded to the nearest integer, as floats (``clip=False``).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         z = self.predict_rank(X)
         if not self.clip:
             return np.floor(z + 0.5)  # the closest integer (halves up), not clipped
@@ -184,6 +302,22 @@ def ridge_cholesky(
     least-squares fallbacks): the caller then fits ``Ridge``.
     Without ``Ridge``'s per-fit input checks (the caller validated ``X`` and ``y``): a
     fit of Table 4's sizes takes ~0.1 ms instead of ~1.8 ms.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Validated inputs.
+    y : ndarray of shape (n_samples,)
+        Targets.
+    alpha : float
+        The penalty :math:`\alpha` (in ``Ridge``'s scaling).
+    fit_intercept : bool
+        Fit the (unpenalized) intercept :math:`b`.
+
+    Returns
+    -------
+    solution : tuple of (ndarray of shape (n_features,), float) or None
+        ``(w, b)``, or None where ``Ridge`` itself must fit.
 
     Examples
     --------

@@ -17,9 +17,29 @@ from ._base import ProjectionEstimatorBase
 
 
 def check_rankings(y: Any, name: str = "y") -> NDArray[np.int64]:
-    """Validate rankings: permutations ``(n, k)`` with ``y[i, rank] = label`` (labels
-    ``0..k-1``, most preferred first), or permutation matrices ``(n, k, k)`` with
-    ``Y[i, rank, label] = 1``. Returns the permutations."""
+    """Validate rankings given as permutations or permutation matrices.
+
+    Permutations ``(n, k)`` with ``y[i, rank] = label`` (labels ``0..k-1``, most preferred
+    first), or permutation matrices ``(n, k, k)`` with ``Y[i, rank, label] = 1``.
+
+    Parameters
+    ----------
+    y : {array-like, sparse matrix} of shape (n_samples, k) or (n_samples, k, k)
+        The rankings.
+    name : str, default="y"
+        The argument's name, for the error messages.
+
+    Returns
+    -------
+    perms : ndarray of shape (n_samples, k)
+        The permutations ``y[i, rank] = label``, int64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` has neither shape, a matrix is not a permutation matrix, a row is not a
+        permutation of ``0..k-1``, or ``k < 2``.
+    """
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)
@@ -70,11 +90,12 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     projection_set : str or ConvexSet, default="birkhoff"
         The set :math:`C` of the loss :math:`S_C^\Psi`.
     geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` of the projection.
     decoding_set : str or ConvexSet, default=None
         The set :math:`D` of the calibrated decoding; ``None`` means the projection set
         (required when the projection set is ``"reals"`` or ``"nonneg"``).
     target_loss : str or TargetLoss, default=None
-        ``None`` means the encoding's default (see above).
+        The target loss :math:`L`; ``None`` means the encoding's default (see above).
     alpha : float, default=1.0
         The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
     fit_intercept : bool, default=True
@@ -112,7 +133,9 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
     coef_ : ndarray of shape (p, n_model_features)
         :math:`W`, with ``p = k * k`` (matrix encoding, row-major ``[rank, label]``) or ``k``.
     intercept_ : ndarray of shape (p,)
+        :math:`b`.
     n_labels_ : int
+        The number of labels ``k``.
     n_iter_ : int
         Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
         method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
@@ -130,10 +153,22 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
         ``ConvergenceWarning`` was emitted).
     objective_ : float
         The regularized objective at the solution.
-    projection_set_, decoding_set_, target_loss_, composition_ : the resolved composition.
-    event_shape_ : tuple
-        ``(k, k)`` or ``(k,)``.
-    X_fit_ : training inputs (``model="poly"`` only).
+    projection_set_ : ConvexSet
+        The resolved projection set :math:`C`.
+    decoding_set_ : ConvexSet
+        The resolved decoding set :math:`D`.
+    target_loss_ : TargetLoss
+        The resolved target loss :math:`L`.
+    composition_ : Composition
+        The validated composition (:func:`projloss.tasks.check_composition`).
+    event_shape_ : tuple of int
+        The shape of one encoded label, ``(k, k)`` or ``(k,)``.
+    X_fit_ : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The training inputs (``model="poly"`` only: the kernel's landmarks).
+
+    See Also
+    --------
+    ProjectionMLPLabelRanker : The same compositions with a multilayer perceptron.
 
     Examples
     --------
@@ -233,23 +268,79 @@ class ProjectionLabelRanker(MultiOutputMixin, ProjectionEstimatorBase):
 
     # ------------------------------------------------------------------ API
     def predict(self, X: Any) -> NDArray[np.int64]:
-        """Predicted rankings ``(n, k)`` (``y[i, rank] = label``) for the Birkhoff and
-        permutahedron decoding sets; 0/1 matrices ``(n, k, k)`` for the ``"cube"`` and
-        ``"row_simplex"`` decoding sets (their outputs need not be permutations)."""
+        """Predicted rankings (or 0/1 matrices, for the cube and row-stochastic decoders).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples, k) or (n_samples, k, k)
+            Rankings ``(n_samples, k)`` (``y[i, rank] = label``) for the Birkhoff and
+            permutahedron decoding sets; 0/1 matrices ``(n_samples, k, k)``
+            ``[rank, label]`` for the ``"cube"`` and ``"row_simplex"`` decoding sets (their
+            outputs need not be permutations); int64.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         return super().predict(X)
 
     def predict_matrix(self, X: Any) -> NDArray[np.int64]:
-        """Predictions as 0/1 matrices ``(n, k, k)`` ``[rank, label]``, for every decoder."""
+        """Predictions as 0/1 matrices ``(n, k, k)`` ``[rank, label]``, for every decoder.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples, k, k)
+            Permutation matrices (or the 0/1 matrices of the ``"cube"`` and
+            ``"row_simplex"`` decoding sets), int64.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         out = self.predict(X)
         if out.ndim == 2:
             return permutation_matrix(out).astype(np.int64)
         return out
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """``1 - H``, with ``H`` the entrywise Hamming loss between the true and predicted
-        permutation matrices (fraction of differing entries of the ``k x k`` matrices,
-        averaged over samples; the paper's label-ranking metric, there in percent). Higher
-        is better; ``sample_weight`` weights the average."""
+        """``1 - H``, with ``H`` the entrywise Hamming loss between permutation matrices.
+
+        ``H`` is the fraction of differing entries of the true and predicted ``k x k``
+        matrices, averaged over samples (the paper's label-ranking metric, there in
+        percent). Higher is better.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+        y : array-like of shape (n_samples, k) or (n_samples, k, k)
+            True rankings (``y[i, rank] = label``) or permutation matrices.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights of the average.
+
+        Returns
+        -------
+        score : float
+            ``1 - H``, in ``[0, 1]``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not rankings or permutation matrices of the predictions' size, or
+            ``sample_weight`` is invalid.
+        """
         perms = check_rankings(y)
         h = ranking_hamming_loss(
             permutation_matrix(perms),

@@ -33,19 +33,48 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
     Parameters
     ----------
     projection_set : str or ConvexSet, default="simplex"
+        The set :math:`C` of the loss :math:`S_C^\Psi` (a registry name or an instance).
     geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` of the projection.
     decoding_set : str or ConvexSet, default=None
-        ``None`` means the simplex.
+        The set :math:`D` of the calibrated decoding; ``None`` means the simplex.
     target_loss : str or TargetLoss, default=None
-    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
-        intercept is not penalized).
+        The target loss :math:`L`: ``"zero_one"`` (``None``) or a
+        :class:`~projloss.target_losses.LossMatrix` of shape ``(k, k)``.
+    alpha : float, default=1.0
+        The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
+    fit_intercept : bool, default=True
+        Fit an intercept (not penalized unless ``penalize_intercept``).
+    penalize_intercept : bool, default=False
+        Penalize the intercept with :math:`W`, i.e. add :math:`\frac\alpha2\|b\|^2`: the
+        intercept is the weight of a constant feature of 1s, as in the paper's reference
+        implementation (``add_dummy_feature``) and scikit-learn's ``LinearSVC``
+        (``intercept_scaling=1``). Only with ``fit_intercept=True``.
+    model : {"linear", "poly"}, default="linear"
+        Linear model, or the polynomial kernel model of Appendix B.1.
+    degree : int, default=2
+        Degree :math:`D` of the polynomial kernel :math:`(\langle x, x'\rangle + c_0)^D`.
+    coef0 : float, default=1.0
+        :math:`c_0` of the polynomial kernel.
+    max_iter : int, default=500
+        Maximum number of solver iterations (L-BFGS for the linear model, then as many for
+        its Newton finish; semismooth Newton for the kernel model).
+    tol : float, default=1e-5
+        Tolerance on the max-norm of the gradient of the objective in the original
+        coordinates; a linear fit that L-BFGS stops above it is finished by the Newton
+        method (see :class:`~projloss.estimators.ProjectionLabelRanker`).
+    warm_start : bool, default=False
+        Start from the previous solution (useful along a path of ``alpha``).
 
     Attributes
     ----------
     classes_ : ndarray of shape (k,)
+        The class labels (``np.unique(y)``).
     coef_ : ndarray of shape (k, n_model_features)
+        :math:`W` (``n_model_features`` is ``n_features``, or ``n_samples`` for the kernel
+        model).
     intercept_ : ndarray of shape (k,)
+        :math:`b`.
     n_iter_ : int
         Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
         method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
@@ -63,7 +92,25 @@ class ProjectionClassifier(ClassifierMixin, ProjectionEstimatorBase):
         ``ConvergenceWarning`` was emitted).
     objective_ : float
         The regularized objective at the solution.
+    projection_set_ : ConvexSet
+        The resolved projection set :math:`C`.
+    decoding_set_ : ConvexSet
+        The resolved decoding set :math:`D`.
+    target_loss_ : TargetLoss
+        The resolved target loss :math:`L`.
+    composition_ : Composition
+        The validated composition (:func:`projloss.tasks.check_composition`).
+    event_shape_ : tuple of int
+        The shape of one encoded label, ``(k,)``.
+    X_fit_ : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The training inputs (``model="poly"`` only: the kernel's landmarks).
 
+    See Also
+    --------
+    ProjectionMLPClassifier : The same compositions with a multilayer perceptron.
+
+    Notes
+    -----
     ``score`` is the accuracy (scikit-learn's default for classifiers).
 
     Examples

@@ -26,7 +26,25 @@ from ._base import ProjectionEstimatorBase
 
 
 def check_indicator(y: Any, name: str = "y") -> NDArray[np.float64]:
-    """Validate a 0/1 label indicator matrix ``(n_samples, n_labels)`` (dense or sparse)."""
+    """Validate a 0/1 label indicator matrix ``(n_samples, n_labels)`` (dense or sparse).
+
+    Parameters
+    ----------
+    y : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        The label indicator matrix.
+    name : str, default="y"
+        The argument's name, for the error messages.
+
+    Returns
+    -------
+    Y : ndarray of shape (n_samples, n_labels)
+        The dense matrix, float64.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` holds NaN or infinite values, values other than 0 and 1, or is not 2-D.
+    """
     if hasattr(y, "toarray"):
         y = y.toarray()
     arr = np.asarray(y)
@@ -57,12 +75,37 @@ UPPER_RULES = {"auto": "ceil", "auto_round": "round"}
 
 
 def knapsack_upper_bound(Y: NDArray[np.float64], rule: str = "ceil") -> int:
-    r"""The paper's upper bound :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on
-    the number of labels, on the training labels (population variance), at most ``k``.
+    r"""The paper's upper bound on the number of labels of the knapsack polytope.
 
-    ``rule="round"`` rounds to the nearest integer (halves up) instead of the ceiling: the
-    bound the paper's Tables 6-7 numbers imply (its text states the ceiling; see the
-    project's ``reports/README.md``)."""
+    :math:`\lceil \mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}\rceil` on the training labels
+    (population variance), at most ``k``. ``rule="round"`` rounds to the nearest integer
+    (halves up) instead of the ceiling: the bound the paper's Tables 6-7 numbers imply (its
+    text states the ceiling; see the project's ``reports/README.md``).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_samples, k)
+        The training label indicator matrix.
+    rule : {"ceil", "round"}, default="ceil"
+        How :math:`\mathbb{E}|Y| + \sqrt{\mathbb{V}|Y|}` becomes an integer.
+
+    Returns
+    -------
+    upper : int
+        The bound, in ``0..k``.
+
+    Raises
+    ------
+    ValueError
+        If ``rule`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Y = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 1, 1, 0]])  # 1, 1, 1, 3
+    >>> knapsack_upper_bound(Y), knapsack_upper_bound(Y, "round")  # 1.5 + 0.866...
+    (3, 2)
+    """
     counts = Y.sum(axis=1)
     value = float(counts.mean() + counts.std())
     if rule == "ceil":
@@ -83,14 +126,38 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
     Parameters
     ----------
     projection_set : str or ConvexSet, default="unit_cube"
+        The set :math:`C` of the loss :math:`S_C^\Psi` (a registry name or an instance).
     geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` of the projection.
     decoding_set : str or ConvexSet, default=None
-        ``None`` means the projection set (required for ``"reals"``/``"nonneg"``).
+        The set :math:`D` of the calibrated decoding; ``None`` means the projection set
+        (required for ``"reals"``/``"nonneg"``).
     target_loss : str or TargetLoss, default=None
-        ``None`` means ``"hamming"``.
-    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
-        intercept is not penalized).
+        The target loss :math:`L`; ``None`` means ``"hamming"``.
+    alpha : float, default=1.0
+        The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
+    fit_intercept : bool, default=True
+        Fit an intercept (not penalized unless ``penalize_intercept``).
+    penalize_intercept : bool, default=False
+        Penalize the intercept with :math:`W`, i.e. add :math:`\frac\alpha2\|b\|^2`: the
+        intercept is the weight of a constant feature of 1s, as in the paper's reference
+        implementation (``add_dummy_feature``) and scikit-learn's ``LinearSVC``
+        (``intercept_scaling=1``). Only with ``fit_intercept=True``.
+    model : {"linear", "poly"}, default="linear"
+        Linear model, or the polynomial kernel model of Appendix B.1.
+    degree : int, default=2
+        Degree :math:`D` of the polynomial kernel :math:`(\langle x, x'\rangle + c_0)^D`.
+    coef0 : float, default=1.0
+        :math:`c_0` of the polynomial kernel.
+    max_iter : int, default=500
+        Maximum number of solver iterations (L-BFGS for the linear model, then as many for
+        its Newton finish; semismooth Newton for the kernel model).
+    tol : float, default=1e-5
+        Tolerance on the max-norm of the gradient of the objective in the original
+        coordinates; a linear fit that L-BFGS stops above it is finished by the Newton
+        method (see :class:`~projloss.estimators.ProjectionLabelRanker`).
+    warm_start : bool, default=False
+        Start from the previous solution (useful along a path of ``alpha``).
     knapsack_lower : int, default=0
         Lower bound :math:`l` on the number of labels (knapsack sets given by name).
     knapsack_upper : int, "auto", "auto_round" or None, default="auto"
@@ -102,10 +169,14 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
     Attributes
     ----------
     n_labels_ : int
+        The number of labels ``k``.
     knapsack_upper_ : int or None
         The resolved upper bound (when a knapsack set is built by name).
     coef_ : ndarray of shape (k, n_model_features)
+        :math:`W` (``n_model_features`` is ``n_features``, or ``n_samples`` for the kernel
+        model).
     intercept_ : ndarray of shape (k,)
+        :math:`b`.
     n_iter_ : int
         Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
         method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
@@ -123,6 +194,22 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         ``ConvergenceWarning`` was emitted).
     objective_ : float
         The regularized objective at the solution.
+    projection_set_ : ConvexSet
+        The resolved projection set :math:`C`.
+    decoding_set_ : ConvexSet
+        The resolved decoding set :math:`D`.
+    target_loss_ : TargetLoss
+        The resolved target loss :math:`L`.
+    composition_ : Composition
+        The validated composition (:func:`projloss.tasks.check_composition`).
+    event_shape_ : tuple of int
+        The shape of one encoded label, ``(k,)``.
+    X_fit_ : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The training inputs (``model="poly"`` only: the kernel's landmarks).
+
+    See Also
+    --------
+    ProjectionMLPMultilabelClassifier : The same compositions with a multilayer perceptron.
 
     Examples
     --------
@@ -205,12 +292,50 @@ class ProjectionMultilabelClassifier(MultiOutputMixin, ClassifierMixin, Projecti
         return np.rint(vertices).astype(np.int64)
 
     def predict(self, X: Any) -> NDArray[np.int64]:
-        """Predicted label indicator matrix ``(n_samples, n_labels)``."""
+        """Predicted label indicator matrix ``(n_samples, n_labels)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples, n_labels)
+            The predicted 0/1 label indicator matrix, int64.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         return super().predict(X)
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """Label-wise accuracy ``1 - Hamming loss`` (the paper's Table 6 metric / 100;
-        not scikit-learn's subset accuracy). Higher is better."""
+        """Label-wise accuracy ``1 - Hamming loss`` (higher is better).
+
+        The paper's Table 6 metric / 100; not scikit-learn's subset accuracy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+        y : {array-like, sparse matrix} of shape (n_samples, n_labels)
+            True 0/1 label indicator matrix.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights of the mean.
+
+        Returns
+        -------
+        score : float
+            The weighted fraction of correct entries, in ``[0, 1]``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not a 0/1 label indicator matrix of the predictions' shape, or
+            ``sample_weight`` is invalid.
+        """
         Y = check_indicator(y)
         return multilabel_accuracy(Y, self.predict(X), sample_weight=sample_weight) / 100.0
 

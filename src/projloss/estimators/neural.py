@@ -112,8 +112,25 @@ def _import_torch() -> Any:
 
 
 def resolve_device(device: str) -> str:
-    """``"cpu"`` or ``"cuda"`` for ``device`` (``"auto"``: a GPU when PyTorch sees one);
-    ``"cuda"`` without a GPU is a one-line ``ValueError``."""
+    """``"cpu"`` or ``"cuda"`` for ``device`` (``"auto"``: a GPU when PyTorch sees one).
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"}
+        The requested device.
+
+    Returns
+    -------
+    device : {"cpu", "cuda"}
+        The device the network will train on.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not one of ``DEVICES``, or is ``"cuda"`` without a GPU (one line).
+    ImportError
+        If PyTorch is not installed.
+    """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {list(DEVICES)}, got {device!r}")
     torch = _import_torch()
@@ -233,15 +250,24 @@ class _NeuralMixin:
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Sparse inputs are densified for the network.
-        y : labels in the task's natural form (see the task estimator's docstring).
+            Training inputs; sparse inputs are densified for the network.
+        y : array-like
+            Labels in the task's natural form (see the task estimator's docstring, e.g.
+            :meth:`ProjectionLabelRanker.fit <projloss.estimators.ProjectionLabelRanker.fit>`).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
 
         Raises
         ------
         ImportError
             PyTorch is not installed (one line naming ``pip install 'projloss[torch]'``).
         ValueError
-            ``device="cuda"`` without a GPU, a bad hyperparameter, bad labels.
+            ``device="cuda"`` without a GPU, a bad hyperparameter, bad labels, or
+            ``early_stopping`` with a ``validation_fraction`` that leaves no training
+            sample.
         TrainingDivergedError
             The training loss became NaN or infinite (names ``alpha`` and the remedy).
         """
@@ -396,8 +422,23 @@ class _NeuralMixin:
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X: Any) -> NDArray[np.float64]:
-        r"""Network outputs :math:`\theta = g_w(x)`, shape ``(n_samples, *event_shape_)``
-        (NumPy, float64: no PyTorch needed)."""
+        r"""Network outputs :math:`\theta = g_w(x)` (NumPy, float64: no PyTorch needed).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_samples, *event_shape_)
+            The network's outputs, the input of the projection.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         check_is_fitted(self, "coefs_")
         X = self._validate_X(X, reset=False)
         h = X
@@ -409,17 +450,26 @@ class _NeuralMixin:
         return np.asarray(h).reshape(X.shape[0], *self.event_shape_)
 
 
+#: the class docstring of the networks, ``%``-formatted with each one's composition
+#: defaults and its task's extra parameters
 _NEURAL_DOC = r"""
     Parameters
     ----------
-    projection_set, geometry, decoding_set, target_loss
-        The composition, as for the linear estimator.
+    projection_set : str or ConvexSet, default=%(projection_set)s
+        The set :math:`C` of the loss :math:`S_C^\Psi` (a registry name or an instance).
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` of the projection.
+    decoding_set : str or ConvexSet, default=None
+        The set :math:`D` of the calibrated decoding; ``None`` means %(decoding_set)s.
+    target_loss : str or TargetLoss, default=None
+        The target loss :math:`L`; ``None`` means %(target_loss)s.
     alpha : float, default=1e-4
         :math:`\lambda`: the L2 penalty :math:`\frac\alpha2\sum_l\|W_l\|_F^2` of the weight
         matrices (not of the biases).
     hidden_layer_sizes : sequence of int, default=(100,)
         The hidden layers' widths; ``()``: no hidden layer (the linear model).
     activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
+        The hidden layers' activation (scikit-learn's ``MLPClassifier`` names).
     dropout : float, default=0.0
         Dropout rate of the hidden layers during training.
     max_iter : int, default=200
@@ -432,8 +482,12 @@ _NEURAL_DOC = r"""
         Hold out ``validation_fraction`` of the training data; stop when its score has not
         improved by ``tol`` for ``n_iter_no_change`` epochs; keep the best epoch's network.
     validation_fraction : float, default=0.1
+        The fraction of the training data held out for early stopping, in ``(0, 1)``.
     n_iter_no_change : int, default=10
+        Number of epochs without an improvement by ``tol`` (of the training objective, or
+        with early stopping of the validation score) after which training stops.
     tol : float, default=1e-4
+        The improvement that counts for ``n_iter_no_change``.
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the network trains (``"auto"``: a GPU when PyTorch sees one).
     dtype : {"float64", "float32"}, default="float64"
@@ -442,24 +496,49 @@ _NEURAL_DOC = r"""
         Seeds the initialization, shuffling, the validation part and dropout.
     warm_start : bool, default=False
         Start from the previous fit's network (same architecture).
-
+%(extra)s
     Attributes
     ----------
-    coefs_, intercepts_ : lists of ndarrays (float64)
-        The layers' weights ``(fan_out, fan_in)`` and biases.
+    coefs_ : list of ndarray
+        The layers' weights, of shape ``(fan_out, fan_in)``, float64.
+    intercepts_ : list of ndarray
+        The layers' biases, of shape ``(fan_out,)``, float64.
     history_ : dict
         Per epoch: ``"loss"`` (training objective) and, with early stopping,
         ``"val_score"`` (validation score).
     n_iter_ : int
         Epochs run.
     converged_ : bool
+        Whether the stopping rule ended the training (False: it reached ``max_iter``; a
+        ``ConvergenceWarning`` was emitted).
     objective_ : float
         The last epoch's training objective.
     device_ : str
-        ``"cpu"`` or ``"cuda"``.
+        ``"cpu"`` or ``"cuda"``: where the network trained.
     torch_version_ : str
+        The PyTorch version of the fit.
     best_validation_score_ : float
-        With early stopping.
+        The best validation score (with early stopping).
+    projection_set_, decoding_set_, target_loss_, composition_ : object
+        The resolved composition, as for the linear estimator.
+    event_shape_ : tuple of int
+        The shape of one encoded label (of the network's output).
+
+    See Also
+    --------
+    %(linear)s : The linear (and kernel) model of the same task.
+"""
+
+_W_DOC = r"""    w : array-like of shape (k,), default=None
+        Weights of the permutahedron (descending, finite, distinct); ``None`` means
+        ``(k, ..., 1)``. Only for the permutahedron encoding.
+"""
+
+_KNAPSACK_DOC = r"""    knapsack_lower : int, default=0
+        Lower bound :math:`l` on the number of labels (knapsack sets given by name).
+    knapsack_upper : int, "auto", "auto_round" or None, default="auto"
+        Upper bound :math:`u` on the number of labels, as for
+        :class:`~projloss.estimators.ProjectionMultilabelClassifier`.
 """
 
 
@@ -473,7 +552,15 @@ class ProjectionMLPLabelRanker(_NeuralMixin, ProjectionLabelRanker):
         "Label ranking with a multilayer perceptron, a projection loss and calibrated "
         "decoding (see :mod:`projloss.estimators.neural` and "
         ":class:`~projloss.estimators.ProjectionLabelRanker`: the same targets, "
-        "compositions and outputs; ``w`` the permutahedron's weights).\n" + _NEURAL_DOC
+        "compositions and outputs).\n"
+        + _NEURAL_DOC
+        % {
+            "projection_set": '"birkhoff"',
+            "decoding_set": "the projection set",
+            "target_loss": "the encoding's default",
+            "extra": _W_DOC,
+            "linear": "ProjectionLabelRanker",
+        }
     )
 
     def __init__(
@@ -506,7 +593,15 @@ class ProjectionMLPOrdinalRegressor(_NeuralMixin, ProjectionOrdinalRegressor):
     __doc__ = (
         "Ordinal regression with a multilayer perceptron, a projection loss and calibrated "
         "decoding (see :mod:`projloss.estimators.neural` and "
-        ":class:`~projloss.estimators.ProjectionOrdinalRegressor`).\n" + _NEURAL_DOC
+        ":class:`~projloss.estimators.ProjectionOrdinalRegressor`).\n"
+        + _NEURAL_DOC
+        % {
+            "projection_set": '"order_simplex"',
+            "decoding_set": "the order simplex",
+            "target_loss": '``"absolute"``',
+            "extra": "",
+            "linear": "ProjectionOrdinalRegressor",
+        }
     )
 
     def __init__(
@@ -538,8 +633,15 @@ class ProjectionMLPMultilabelClassifier(_NeuralMixin, ProjectionMultilabelClassi
     __doc__ = (
         "Multilabel classification with a multilayer perceptron, a projection loss and "
         "calibrated decoding (see :mod:`projloss.estimators.neural` and "
-        ":class:`~projloss.estimators.ProjectionMultilabelClassifier`; ``knapsack_lower``, "
-        "``knapsack_upper`` as there).\n" + _NEURAL_DOC
+        ":class:`~projloss.estimators.ProjectionMultilabelClassifier`).\n"
+        + _NEURAL_DOC
+        % {
+            "projection_set": '"unit_cube"',
+            "decoding_set": 'the projection set (required for ``"reals"``/``"nonneg"``)',
+            "target_loss": '``"hamming"``',
+            "extra": _KNAPSACK_DOC,
+            "linear": "ProjectionMultilabelClassifier",
+        }
     )
 
     def __init__(
@@ -573,7 +675,15 @@ class ProjectionMLPClassifier(_NeuralMixin, ProjectionClassifier):
     __doc__ = (
         "Multiclass classification with a multilayer perceptron, a projection loss and "
         "calibrated decoding (see :mod:`projloss.estimators.neural` and "
-        ":class:`~projloss.estimators.ProjectionClassifier`).\n" + _NEURAL_DOC
+        ":class:`~projloss.estimators.ProjectionClassifier`).\n"
+        + _NEURAL_DOC
+        % {
+            "projection_set": '"simplex"',
+            "decoding_set": "the simplex",
+            "target_loss": '``"zero_one"``',
+            "extra": "",
+            "linear": "ProjectionClassifier",
+        }
     )
 
     def __init__(

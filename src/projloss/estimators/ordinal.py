@@ -52,8 +52,31 @@ class OrdinalLabelsMixin:
         return idx + 1
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """Minus the mean absolute error (higher is better). On numeric labels the error
-        is measured on the label values; on other ordered labels, on their ranks."""
+        r"""Minus the mean absolute error (higher is better).
+
+        On numeric labels the error is measured on the label values; on other ordered
+        labels, on their ranks.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights of the mean.
+
+        Returns
+        -------
+        score : float
+            :math:`-\frac1n\sum_i |\hat y_i - y_i|` (weighted with ``sample_weight``).
+
+        Raises
+        ------
+        ValueError
+            If ``y`` (non-numeric labels) holds labels not seen in fit, or the inputs are
+            not valid for :func:`projloss.metrics.ordinal_mae`.
+        """
         pred = self.predict(X)
         if np.issubdtype(np.asarray(self.classes_).dtype, np.number):
             return -ordinal_mae(column_or_1d(y), pred, sample_weight=sample_weight)
@@ -73,27 +96,49 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
     Parameters
     ----------
     projection_set : str or ConvexSet, default="order_simplex"
+        The set :math:`C` of the loss :math:`S_C^\Psi` (a registry name or an instance).
     geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` of the projection.
     decoding_set : str or ConvexSet, default=None
-        ``None`` means the order simplex.
+        The set :math:`D` of the calibrated decoding; ``None`` means the order simplex.
     target_loss : str or TargetLoss, default=None
-        ``None`` means ``"absolute"``.
-    alpha, fit_intercept, penalize_intercept, model, degree, coef0, max_iter, tol, warm_start :
-        As in :class:`~projloss.estimators.ProjectionLabelRanker` (by default the
-        intercept is not penalized). One difference: a warm-started linear fit (``warm_start``
-        after a previous fit, e.g. along a lambda grid) whose coefficients are all penalized
-        (``penalize_intercept=True`` or ``fit_intercept=False``) runs the Newton method
-        alone from the previous solution, not L-BFGS first: the same optimum (the same
-        ``tol``) in far fewer iterations (then ``n_iter_newton_ == n_iter_``); a cold fit
-        of that kind with the Euclidean geometry and dense inputs starts the Newton method
-        at the squared loss's optimum (closed form), not L-BFGS from zero.
+        The target loss :math:`L`; ``None`` means ``"absolute"``.
+    alpha : float, default=1.0
+        The regularization :math:`\lambda` of :math:`\frac\lambda2\|W\|_F^2`.
+    fit_intercept : bool, default=True
+        Fit an intercept (not penalized unless ``penalize_intercept``).
+    penalize_intercept : bool, default=False
+        Penalize the intercept with :math:`W`, i.e. add :math:`\frac\alpha2\|b\|^2`: the
+        intercept is the weight of a constant feature of 1s, as in the paper's reference
+        implementation (``add_dummy_feature``) and scikit-learn's ``LinearSVC``
+        (``intercept_scaling=1``). Only with ``fit_intercept=True``.
+    model : {"linear", "poly"}, default="linear"
+        Linear model, or the polynomial kernel model of Appendix B.1.
+    degree : int, default=2
+        Degree :math:`D` of the polynomial kernel :math:`(\langle x, x'\rangle + c_0)^D`.
+    coef0 : float, default=1.0
+        :math:`c_0` of the polynomial kernel.
+    max_iter : int, default=500
+        Maximum number of solver iterations (L-BFGS for the linear model, then as many for
+        its Newton finish; semismooth Newton for the kernel model).
+    tol : float, default=1e-5
+        Tolerance on the max-norm of the gradient of the objective in the original
+        coordinates; a linear fit that L-BFGS stops above it is finished by the Newton
+        method (see :class:`~projloss.estimators.ProjectionLabelRanker`).
+    warm_start : bool, default=False
+        Start from the previous solution (useful along a path of ``alpha``).
 
     Attributes
     ----------
     classes_ : ndarray of shape (k,)
+        The ordered labels (``np.unique(y)``); rank ``r`` is ``classes_[r - 1]``.
     n_classes_ : int
+        ``k``.
     coef_ : ndarray of shape (k - 1, n_model_features)
+        :math:`W` (``n_model_features`` is ``n_features``, or ``n_samples`` for the kernel
+        model).
     intercept_ : ndarray of shape (k - 1,)
+        :math:`b`.
     n_iter_ : int
         Solver iterations in all: L-BFGS's (at most ``max_iter``) plus, when the Newton
         method finished a linear fit that L-BFGS left above ``tol``, the Newton method's
@@ -111,6 +156,33 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         ``ConvergenceWarning`` was emitted).
     objective_ : float
         The regularized objective at the solution.
+    projection_set_ : ConvexSet
+        The resolved projection set :math:`C`.
+    decoding_set_ : ConvexSet
+        The resolved decoding set :math:`D`.
+    target_loss_ : TargetLoss
+        The resolved target loss :math:`L`.
+    composition_ : Composition
+        The validated composition (:func:`projloss.tasks.check_composition`).
+    event_shape_ : tuple of int
+        The shape of one encoded label, ``(k - 1,)``.
+    X_fit_ : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The training inputs (``model="poly"`` only: the kernel's landmarks).
+
+    See Also
+    --------
+    ProjectionMLPOrdinalRegressor : The same compositions with a multilayer perceptron.
+    RidgeRoundingOrdinalRegressor : The ridge-and-round baseline.
+
+    Notes
+    -----
+    A warm-started linear fit (``warm_start`` after a previous fit, e.g. along a lambda
+    grid) whose coefficients are all penalized (``penalize_intercept=True`` or
+    ``fit_intercept=False``) runs the Newton method alone from the previous solution, not
+    L-BFGS first: the same optimum (the same ``tol``) in far fewer iterations (then
+    ``n_iter_newton_ == n_iter_``); a cold fit of that kind with the Euclidean geometry and
+    dense inputs starts the Newton method at the squared loss's optimum (closed form), not
+    L-BFGS from zero.
 
     Examples
     --------
@@ -166,6 +238,21 @@ class ProjectionOrdinalRegressor(OrdinalLabelsMixin, ClassifierMixin, Projection
         return self._ranks_to_labels(self.decoding_set_.decode(vertices))
 
     def predict(self, X: Any) -> NDArray[Any]:
-        """Predicted labels (from ``classes_``), by calibrated decoding for the absolute
-        loss."""
+        """Predicted labels (from ``classes_``), by calibrated decoding for the absolute loss.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The predicted labels, elements of ``classes_``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
         return super().predict(X)
