@@ -164,9 +164,13 @@ class ConvexSet(ParamsMixin, ABC):
         Raises
         ------
         ValueError
-            If ``geometry`` is unknown or not in :attr:`geometries` for this set, or if
+            If ``geometry`` is unknown or not in :attr:`geometries` for this set; if
             ``theta`` is not a numeric array of the set's shape, has fewer than
-            :attr:`min_size` entries on its last axis, or has NaN or infinite entries.
+            :attr:`min_size` entries on its last axis or a size the set's parameters
+            exclude (a knapsack bound above it, a permutahedron's ``w`` of another
+            length), or has NaN or infinite entries; or where the set itself refuses
+            (the KL projection onto :math:`\mathbb{R}^p_+` overflowing float64, a
+            permutahedron's KL projection with non-positive weights).
         """
         g = self._check_geometry(geometry)
         if g in self.fused_check:
@@ -195,8 +199,9 @@ class ConvexSet(ParamsMixin, ABC):
         Raises
         ------
         ValueError
-            If ``theta`` is not a numeric array of the set's shape or has NaN or infinite
-            entries.
+            If ``theta`` is not a numeric array of the set's shape (or of a size its
+            parameters exclude) or has NaN or infinite entries, or if the set has no
+            maximizer (:math:`\mathbb{R}^p`, :math:`\mathbb{R}^p_+`: unbounded).
         """
         return self._argmax(self._check_theta(theta))
 
@@ -318,7 +323,8 @@ class ConvexSet(ParamsMixin, ABC):
         ------
         ValueError
             If ``theta`` does not have the set's shape (too few axes, non-square trailing
-            axes, fewer than :attr:`min_size` entries on its last axis).
+            axes, fewer than :attr:`min_size` entries on its last axis), or if the set
+            has no maximizer (:math:`\mathbb{R}^p`, :math:`\mathbb{R}^p_+`).
         NotImplementedError
             If the set has no array-API MAP oracle.
         """

@@ -85,8 +85,9 @@ class Birkhoff(ConvexSet):
     Warns
     -----
     ConvergenceWarning
-        From :meth:`project` (either geometry), when some sample's marginal violation is
-        still above ``tol`` after ``max_iter`` Newton iterations.
+        From :meth:`project` and :meth:`xp_project` (either geometry), when some
+        sample's marginal violation is still above ``tol`` after ``max_iter`` Newton
+        iterations.
 
     Examples
     --------
