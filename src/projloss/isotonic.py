@@ -222,7 +222,7 @@ def isotonic_regression(
 
     Returns
     -------
-    v : ndarray of shape y.shape, dtype float64
+    ndarray of shape y.shape, dtype float64
         The isotonic solution of each row: weighted means of ``y`` over its pools.
 
     Raises
@@ -278,7 +278,7 @@ def isotonic_kl(s: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
 
     Returns
     -------
-    v : ndarray of shape s.shape, dtype float64
+    ndarray of shape s.shape, dtype float64
         :math:`v_E(s, w)` of each row (non-increasing).
 
     Raises
@@ -634,7 +634,7 @@ def xp_isotonic_regression(
 
     Returns
     -------
-    v : array of shape y.shape
+    array of shape y.shape
         The isotonic solution of each row, of ``y``'s library, device and dtype.
 
     Examples
@@ -666,7 +666,7 @@ def xp_isotonic_kl(xp: Any, s: Any, w: Any) -> Any:
 
     Returns
     -------
-    v : array of shape s.shape
+    array of shape s.shape
         :math:`v_E(s, w)` of each row, of ``s``'s library, device and dtype.
 
     Examples

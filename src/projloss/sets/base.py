@@ -158,7 +158,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        u : ndarray of shape theta.shape, dtype float64
+        ndarray of shape theta.shape, dtype float64
             The projections :math:`P_C^\Psi(\theta)`, one per point of the batch.
 
         Raises
@@ -193,7 +193,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        v : ndarray of shape theta.shape, dtype float64
+        ndarray of shape theta.shape, dtype float64
             A maximizing vertex per point of the batch (ties broken by the set's oracle).
 
         Raises
@@ -253,7 +253,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        u : array of shape theta.shape
+        array of shape theta.shape
             The projections, of ``theta``'s library, device and dtype.
 
         Raises
@@ -289,7 +289,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        jvp : array of shape theta.shape
+        array of shape theta.shape
             :math:`J_P(\theta)\,t` per point, of ``theta``'s library, device and dtype.
 
         Raises
@@ -316,7 +316,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        v : array of shape theta.shape
+        array of shape theta.shape
             A maximizing vertex per point, of ``theta``'s library, device and dtype.
 
         Raises
@@ -345,7 +345,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        y : array
+        array
             The structures, as :meth:`decode` returns them (e.g. labels of shape ``(...,)``
             or permutations of shape ``(..., k)``), on ``v``'s device.
 
@@ -404,7 +404,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        jacobians : Jacobians or None
+        Jacobians or None
             The ``n`` Jacobians (:data:`projloss.sets.jacobians.Jacobians`: a diagonal
             array of shape ``(n, p)``, a
             :class:`~projloss.sets.jacobians.DiagonalMinusRankOne` or dense blocks of
@@ -466,7 +466,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        phi : ndarray of shape (..., *event_shape(k)), dtype float64
+        ndarray of shape (..., *event_shape(k)), dtype float64
             The encoded structures, vertices of the set.
         """
 
@@ -481,7 +481,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        y : ndarray
+        ndarray
             The structures they encode, batched over the leading axes of ``v``.
         """
 
@@ -496,7 +496,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        vertices : ndarray of shape (n_vertices, *event_shape(k)), dtype float64
+        ndarray of shape (n_vertices, *event_shape(k)), dtype float64
             Every vertex once (exponentially many for some sets: small ``k`` only).
         """
 

@@ -304,7 +304,7 @@ def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64
 
     Returns
     -------
-    mu : ndarray of shape theta.shape, dtype float64
+    ndarray of shape theta.shape, dtype float64
         The projections: entries in :math:`[0, 1]` summing to ``m`` along the last axis.
 
     Examples
@@ -344,7 +344,7 @@ def kl_project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.floa
 
     Returns
     -------
-    mu : ndarray of shape theta.shape, dtype float64
+    ndarray of shape theta.shape, dtype float64
         The projections: entries in :math:`[0, 1]` summing to ``m`` along the last axis.
 
     Examples

@@ -121,7 +121,7 @@ def project_simplex(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
 
     Returns
     -------
-    u : ndarray of shape theta.shape, dtype float64
+    ndarray of shape theta.shape, dtype float64
         The sparsemax of each slice along ``axis``: nonnegative, summing to 1.
 
     Examples
@@ -216,7 +216,7 @@ def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
 
     Returns
     -------
-    u : ndarray of shape theta.shape, dtype float64
+    ndarray of shape theta.shape, dtype float64
         The softmax of each slice along ``axis``: positive, summing to 1 (NaN slices
         where ``theta`` has a non-finite entry).
 

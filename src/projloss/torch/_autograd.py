@@ -350,7 +350,7 @@ class ProjectFunction(torch.autograd.Function):
         Parameters
         ----------
         info : Any
-            torch's vmap information (``info.batch_size``).
+            The vmap information of torch (``info.batch_size``).
         in_dims : tuple
             The mapped axis of each input (``None``: not mapped).
         theta : torch.Tensor
@@ -585,7 +585,7 @@ class ProjectionLossFunction(torch.autograd.Function):
         Parameters
         ----------
         info : Any
-            torch's vmap information (``info.batch_size``).
+            The vmap information of torch (``info.batch_size``).
         in_dims : tuple
             The mapped axis of each input (``None``: not mapped).
         theta : torch.Tensor
