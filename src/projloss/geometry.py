@@ -27,7 +27,34 @@ def _axes(ndim_event: int) -> tuple[int, ...]:
 
 
 def psi(u: NDArray[np.float64], geometry: str, ndim_event: int = 1) -> NDArray[np.float64]:
-    r"""Generating function :math:`\Psi(u)`, summed over the trailing event axes."""
+    r"""Generating function :math:`\Psi(u)`, summed over the trailing event axes.
+
+    Parameters
+    ----------
+    u : ndarray of shape (..., *event_shape)
+        Points (nonnegative for the KL geometry).
+    geometry : {"euclidean", "kl"}
+        The generating function :math:`\Psi` (case-insensitive).
+    ndim_event : int, default=1
+        The number of trailing axes forming one point (2 for matrices), summed over.
+
+    Returns
+    -------
+    ndarray of shape u.shape[:-ndim_event], dtype float64
+        :math:`\tfrac12\|u\|^2` or :math:`\langle u, \log u\rangle` (:math:`0\log 0 =
+        0`) per point.
+
+    Raises
+    ------
+    ValueError
+        If ``geometry`` is not ``"euclidean"`` or ``"kl"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(psi(np.array([[3.0, 4.0]]), "euclidean"), psi(np.array([1.0, 0.0]), "kl"))
+    [12.5] 0.0
+    """
     g = check_geometry(geometry)
     if g == "euclidean":
         return 0.5 * np.sum(u * u, axis=_axes(ndim_event))
@@ -35,7 +62,25 @@ def psi(u: NDArray[np.float64], geometry: str, ndim_event: int = 1) -> NDArray[n
 
 
 def grad_psi_conj(theta: NDArray[np.float64], geometry: str) -> NDArray[np.float64]:
-    r""":math:`\nabla\Psi^*(\theta)`: the identity (Euclidean) or :math:`e^{\theta-1}` (KL)."""
+    r""":math:`\nabla\Psi^*(\theta)`: the identity (Euclidean) or :math:`e^{\theta-1}` (KL).
+
+    Parameters
+    ----------
+    theta : ndarray of any shape
+        Scores (the map acts entry by entry).
+    geometry : {"euclidean", "kl"}
+        The generating function :math:`\Psi` (case-insensitive).
+
+    Returns
+    -------
+    ndarray of shape theta.shape, dtype float64
+        ``theta`` itself (Euclidean, not a copy) or :math:`e^{\theta - 1}` (KL).
+
+    Raises
+    ------
+    ValueError
+        If ``geometry`` is not ``"euclidean"`` or ``"kl"``.
+    """
     g = check_geometry(geometry)
     return theta if g == "euclidean" else np.exp(theta - 1.0)
 
@@ -47,7 +92,29 @@ def bregman(
     ndim_event: int = 1,
 ) -> NDArray[np.float64]:
     r""":math:`D_\Psi(u, \nabla\Psi^*(\theta))`, computed without forming :math:`e^{\theta-1}`
-    inside a logarithm (stable for large :math:`|\theta|`)."""
+    inside a logarithm (stable for large :math:`|\theta|`).
+
+    Parameters
+    ----------
+    u : ndarray of shape (..., *event_shape)
+        Primal points (nonnegative for the KL geometry).
+    theta : ndarray of shape (..., *event_shape)
+        Dual points (scores), broadcast against ``u``.
+    geometry : {"euclidean", "kl"}
+        The generating function :math:`\Psi` (case-insensitive).
+    ndim_event : int, default=1
+        The number of trailing axes forming one point (2 for matrices), summed over.
+
+    Returns
+    -------
+    ndarray of shape (...), dtype float64
+        The divergence per point (the broadcast leading shape).
+
+    Raises
+    ------
+    ValueError
+        If ``geometry`` is not ``"euclidean"`` or ``"kl"``.
+    """
     g = check_geometry(geometry)
     ax = _axes(ndim_event)
     if g == "euclidean":
@@ -68,6 +135,34 @@ def divergence(
 
     Euclidean: :math:`\tfrac12\|a - b\|^2`. KL: :math:`\sum_i a_i \log(a_i / b_i) - a_i + b_i`
     with :math:`0 \log 0 = 0`; it is :math:`+\infty` where :math:`b_i = 0 < a_i`.
+
+    Parameters
+    ----------
+    a : ndarray of shape (..., *event_shape)
+        First primal points (nonnegative for the KL geometry).
+    b : ndarray of shape (..., *event_shape)
+        Second primal points, broadcast against ``a``.
+    geometry : {"euclidean", "kl"}
+        The generating function :math:`\Psi` (case-insensitive).
+    ndim_event : int, default=1
+        The number of trailing axes forming one point (2 for matrices), summed over.
+
+    Returns
+    -------
+    ndarray of shape (...), dtype float64
+        The divergence per point (the broadcast leading shape; ``inf`` where KL is
+        infinite).
+
+    Raises
+    ------
+    ValueError
+        If ``geometry`` is not ``"euclidean"`` or ``"kl"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(divergence(np.array([1.0, 0.0]), np.array([0.5, 0.5]), "kl").round(6))
+    0.693147
     """
     g = check_geometry(geometry)
     ax = _axes(ndim_event)

@@ -210,6 +210,34 @@ def isotonic_regression(
     for every row (or :math:`v_1 \le \dots \le v_k` with ``increasing=True``), by pool
     adjacent violators (see the module docstring). ``weights`` (positive, broadcast
     against ``y``) default to 1.
+
+    Parameters
+    ----------
+    y : array-like of shape (..., k)
+        The values, one regression per row; converted to float64. May be empty.
+    weights : array-like broadcastable to y.shape, default=None
+        Positive weights :math:`w_i`; ``None``: all 1.
+    increasing : bool, default=False
+        Solve under :math:`v_1 \le \dots \le v_k` instead.
+
+    Returns
+    -------
+    ndarray of shape y.shape, dtype float64
+        The isotonic solution of each row: weighted means of ``y`` over its pools.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` or ``weights`` is not a finite numeric array of at least one axis, a
+        weight is not positive, or ``weights`` does not broadcast to ``y.shape``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(isotonic_regression(np.array([1.0, 3.0, 2.0, 0.0])))
+    [2. 2. 2. 0.]
+    >>> print(isotonic_regression(np.array([3.0, 1.0, 4.0]), increasing=True))
+    [2. 2. 4.]
     """
     y = check_array(y, name="y", min_size=0)
     if weights is None:
@@ -240,6 +268,32 @@ def isotonic_kl(s: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
     ``s`` has shape ``(..., k)``; ``w`` (finite, log-domain weights) broadcasts against it.
     Pool values :math:`\operatorname{LSE}(s_B) - \operatorname{LSE}(w_B)` are computed in the
     log domain, so any finite magnitudes are safe.
+
+    Parameters
+    ----------
+    s : array-like of shape (..., k)
+        The scores, one problem per row; converted to float64. May be empty.
+    w : array-like broadcastable to s.shape
+        The log-domain weights :math:`w` (finite).
+
+    Returns
+    -------
+    ndarray of shape s.shape, dtype float64
+        :math:`v_E(s, w)` of each row (non-increasing).
+
+    Raises
+    ------
+    ValueError
+        If ``s`` or ``w`` is not a finite numeric array of at least one axis, or ``w``
+        does not broadcast to ``s.shape``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s, w = np.array([0.0, 1.0]), np.log(np.array([2.0, 1.0]))
+    >>> v = isotonic_kl(s, w)  # one pool: LSE(s) - LSE(w) = LSE(s) - log 3
+    >>> print(np.allclose(v, np.logaddexp(0.0, 1.0) - np.log(3.0)))
+    True
     """
     s = check_array(s, name="s", min_size=0)
     w = check_array(w, name="w", min_size=0)
@@ -267,6 +321,17 @@ class XpPools(NamedTuple):
     relative to it, so that residuals such as ``y_j - v_j = (y_j - ref_j) - c_j`` never
     combine a quantity of the size of ``|y|`` with one of the size of the solution's
     spread (no cancellation at any magnitude).
+
+    Parameters
+    ----------
+    start : array of bool, shape (..., k)
+        True at the first entry of each pool (always at index 0).
+    ids : array of int64, shape (..., k)
+        The pool of each entry, ``0, 1, ...`` along the last axis.
+    ref : array of shape (..., k)
+        The reference entry of each entry's pool, in the input's dtype.
+    c : array of shape (..., k)
+        The pool value relative to ``ref``.
     """
 
     #: True at the first entry of each pool (always at index 0).
@@ -411,6 +476,22 @@ def xp_pav_euclidean(xp: Any, y: Any, weights: Any = None, offset: Any = None) -
     Pool adjacent violators by rounds (:func:`_pav_rounds`), on ``y``'s device and in
     its dtype. Per round: one cumulative sum, one cumulative max, one gather, two
     segmented sums.
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the inputs (:func:`projloss._xp.namespace`).
+    y : array of shape (..., k)
+        The values, of a floating dtype, on any device.
+    weights : array broadcastable to y.shape, default=None
+        Positive weights :math:`\lambda`; ``None``: all 1. Not validated.
+    offset : array broadcastable to y.shape, default=None
+        The offsets :math:`t`; ``None``: 0.
+
+    Returns
+    -------
+    XpPools
+        The pools, fields of shape ``y.shape``: the solution is ``ref + c``.
     """
     shape = tuple(y.shape)
     y2 = _as_rows(xp, y, shape)
@@ -460,6 +541,23 @@ def xp_pav_kl(xp: Any, s: Any, w: Any, *, descending: bool = False) -> XpPools:
     ``descending=True`` says that ``s`` and ``w`` are non-increasing along every row (the
     permutahedron's sorted scores and weights): the pool maxima are then the pools' first
     entries, a gather instead of two segmented maxima per round.
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the inputs (:func:`projloss._xp.namespace`).
+    s : array of shape (..., k)
+        The scores, of a floating dtype, on any device.
+    w : array broadcastable to s.shape
+        The log-domain weights (finite), converted to ``s``'s dtype and device.
+    descending : bool, default=False
+        Promise that ``s`` and ``w`` are non-increasing along every row (not checked: a
+        wrong promise gives wrong pools).
+
+    Returns
+    -------
+    XpPools
+        The pools, fields of shape ``s.shape``: :math:`v_E(s, w)` is ``ref + c``.
     """
     shape = tuple(s.shape)
     s2 = _as_rows(xp, s, shape)
@@ -491,6 +589,22 @@ def xp_pool_mean(xp: Any, pools: XpPools, t: Any, weights: Any = None) -> Any:
     tangent ``t`` to its mean over each pool (weighted by ``weights`` for a weighted
     regression; by :math:`e^{s}`, i.e. the softmax of ``s`` within each pool, for
     :math:`v_E` in ``s``).
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the inputs (:func:`projloss._xp.namespace`).
+    pools : XpPools
+        The pools of the solution (:func:`xp_pav_euclidean`, :func:`xp_pav_kl`).
+    t : array of shape (..., k)
+        The tangent, the shape of the pools' fields.
+    weights : array broadcastable to t.shape, default=None
+        The weights :math:`\lambda` of the mean; ``None``: all 1.
+
+    Returns
+    -------
+    array of shape t.shape
+        On each entry, the weighted mean of ``t`` over its pool.
     """
     if weights is None:
         num = _pool_reduce(xp, t, pools.start, pools.ids)
@@ -506,6 +620,22 @@ def xp_isotonic_regression(
 ) -> Any:
     r""":func:`isotonic_regression` on arrays of any array-API library (batched over the
     leading axes, on ``y``'s device and in its dtype).
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the inputs (:func:`projloss._xp.namespace`).
+    y : array of shape (..., k)
+        The values, of a floating dtype, on any device (not validated).
+    weights : array broadcastable to y.shape, default=None
+        Positive weights; ``None``: all 1.
+    increasing : bool, default=False
+        Solve under :math:`v_1 \le \dots \le v_k` instead.
+
+    Returns
+    -------
+    array of shape y.shape
+        The isotonic solution of each row, of ``y``'s library, device and dtype.
 
     Examples
     --------
@@ -524,6 +654,20 @@ def xp_isotonic_regression(
 
 def xp_isotonic_kl(xp: Any, s: Any, w: Any) -> Any:
     r""":func:`isotonic_kl` (:math:`v_E(s, w)`) on arrays of any array-API library.
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the inputs (:func:`projloss._xp.namespace`).
+    s : array of shape (..., k)
+        The scores, of a floating dtype, on any device (not validated).
+    w : array broadcastable to s.shape
+        The log-domain weights (finite).
+
+    Returns
+    -------
+    array of shape s.shape
+        :math:`v_E(s, w)` of each row, of ``s``'s library, device and dtype.
 
     Examples
     --------

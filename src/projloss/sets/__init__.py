@@ -71,6 +71,27 @@ def register_set(cls: type[ConvexSet], name: str | None = None) -> type[ConvexSe
     :data:`SETS`; returns ``cls`` (usable as a class decorator). Registering the same class
     again is a no-op; another class under a taken name is an error.
 
+    Parameters
+    ----------
+    cls : type
+        The set class, a subclass of :class:`ConvexSet`.
+    name : str or None, default=None
+        The registry name; ``None``: ``cls.name``. Must equal ``cls.name`` (the name is
+        also the set's identity in :func:`get_set`, the configs and the task validation).
+
+    Returns
+    -------
+    type
+        ``cls`` itself, registered.
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` is not a subclass of :class:`ConvexSet`.
+    ValueError
+        If the name is empty or not a string, differs from ``cls.name``, or is taken by
+        another class.
+
     Examples
     --------
     >>> class Box(UnitCube):
@@ -96,7 +117,32 @@ def register_set(cls: type[ConvexSet], name: str | None = None) -> type[ConvexSe
 
 
 def get_set(name: str, **params: Any) -> ConvexSet:
-    """Instantiate the set registered as ``name`` with constructor ``params``."""
+    """Instantiate the set registered as ``name`` with constructor ``params``.
+
+    Parameters
+    ----------
+    name : str
+        A registry name, a key of :data:`SETS` (e.g. ``"simplex"``, ``"knapsack"``,
+        ``"birkhoff"``).
+    **params
+        The constructor parameters of the set class (e.g. ``lower=1, upper=2`` for the
+        knapsack polytope).
+
+    Returns
+    -------
+    ConvexSet
+        A new instance of the registered class.
+
+    Raises
+    ------
+    ValueError
+        If no set is registered as ``name``.
+
+    Examples
+    --------
+    >>> get_set("knapsack", lower=1, upper=2)
+    Knapsack(lower=1, upper=2)
+    """
     try:
         cls = SETS[name]
     except KeyError:

@@ -144,7 +144,34 @@ class ConvexSet(ParamsMixin, ABC):
 
     # ------------------------------------------------------------------ oracles
     def project(self, theta: ArrayLike, geometry: str = "euclidean") -> NDArray[np.float64]:
-        r"""Bregman projection :math:`P_C^\Psi(\theta)`, batched over leading axes."""
+        r"""Bregman projection :math:`P_C^\Psi(\theta)`, batched over leading axes.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., p) or (..., k, k)
+            Scores, one point per trailing ``(p,)`` vector (``(k, k)`` matrix for a
+            :attr:`matrix` set); any leading axes are a batch. Converted to float64.
+        geometry : {"euclidean", "kl"}, default="euclidean"
+            The Bregman geometry :math:`\Psi`: the squared Euclidean norm, or the
+            negative entropy (KL projection, of :math:`\nabla\Psi^*(\theta) =
+            e^{\theta - 1}`), case-insensitive.
+
+        Returns
+        -------
+        ndarray of shape theta.shape, dtype float64
+            The projections :math:`P_C^\Psi(\theta)`, one per point of the batch.
+
+        Raises
+        ------
+        ValueError
+            If ``geometry`` is unknown or not in :attr:`geometries` for this set; if
+            ``theta`` is not a numeric array of the set's shape, has fewer than
+            :attr:`min_size` entries on its last axis or a size the set's parameters
+            exclude (a knapsack bound above it, a permutahedron's ``w`` of another
+            length), or has NaN or infinite entries; or where the set itself refuses
+            (the KL projection onto :math:`\mathbb{R}^p_+` overflowing float64, a
+            permutahedron's KL projection with non-positive weights).
+        """
         g = self._check_geometry(geometry)
         if g in self.fused_check:
             out = self._project_fused(self._check_theta(theta, finite=False), g)
@@ -157,7 +184,25 @@ class ConvexSet(ParamsMixin, ABC):
         return self._project_kl(theta)
 
     def argmax(self, theta: ArrayLike) -> NDArray[np.float64]:
-        r"""A vertex maximizing :math:`\langle\theta, v\rangle` over the set, batched."""
+        r"""A vertex maximizing :math:`\langle\theta, v\rangle` over the set, batched.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., p) or (..., k, k)
+            Scores, one point per trailing vector (matrix for a :attr:`matrix` set).
+
+        Returns
+        -------
+        ndarray of shape theta.shape, dtype float64
+            A maximizing vertex per point of the batch (ties broken by the set's oracle).
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` is not a numeric array of the set's shape (or of a size its
+            parameters exclude) or has NaN or infinite entries, or if the set has no
+            maximizer (:math:`\mathbb{R}^p`, :math:`\mathbb{R}^p_+`: unbounded).
+        """
         return self._argmax(self._check_theta(theta))
 
     @abstractmethod
@@ -195,7 +240,31 @@ class ConvexSet(ParamsMixin, ABC):
 
     def xp_project(self, theta: Any, geometry: str = "euclidean") -> Any:
         r""":math:`P_C^\Psi(\theta)` for an array of any array-API library (on its device,
-        in its floating dtype), batched over the leading axes."""
+        in its floating dtype), batched over the leading axes.
+
+        Parameters
+        ----------
+        theta : array of shape (..., p) or (..., k, k)
+            Scores of an array-API library (a PyTorch tensor on any device, a NumPy
+            array), of a floating dtype (float32 or float64). Not copied, not checked for
+            finiteness.
+        geometry : {"euclidean", "kl"}, default="euclidean"
+            The Bregman geometry, as in :meth:`project`.
+
+        Returns
+        -------
+        array of shape theta.shape
+            The projections, of ``theta``'s library, device and dtype.
+
+        Raises
+        ------
+        ValueError
+            If ``geometry`` is unknown or not in :attr:`geometries`, or if ``theta`` has
+            too few axes, non-square trailing axes (a matrix set) or fewer than
+            :attr:`min_size` entries on its last axis.
+        NotImplementedError
+            If the set has no array-API projection.
+        """
         from .._xp import namespace
 
         g = self._check_geometry(geometry)
@@ -205,7 +274,32 @@ class ConvexSet(ParamsMixin, ABC):
     def xp_project_jvp(self, theta: Any, u: Any, tangent: Any, geometry: str = "euclidean") -> Any:
         r""":math:`J_P(\theta)\,t` at ``u = xp_project(theta, geometry)`` (the Jacobian is
         symmetric: this is also the vector-Jacobian product). At a kink (ties at the
-        boundary of a face) it is the Jacobian of the face that ``u`` lies on."""
+        boundary of a face) it is the Jacobian of the face that ``u`` lies on.
+
+        Parameters
+        ----------
+        theta : array of shape (..., p) or (..., k, k)
+            The scores at which the Jacobian is taken (array-API, floating dtype).
+        u : array of shape theta.shape
+            Their projections ``xp_project(theta, geometry)`` (not recomputed).
+        tangent : array of shape theta.shape
+            The tangent :math:`t`, one per point of the batch.
+        geometry : {"euclidean", "kl"}, default="euclidean"
+            The geometry ``u`` was projected in.
+
+        Returns
+        -------
+        array of shape theta.shape
+            :math:`J_P(\theta)\,t` per point, of ``theta``'s library, device and dtype.
+
+        Raises
+        ------
+        ValueError
+            If ``geometry`` is unknown or not in :attr:`geometries`, or if ``theta`` does
+            not have the set's shape.
+        NotImplementedError
+            If the set has no array-API Jacobian-vector product.
+        """
         from .._xp import namespace
 
         g = self._check_geometry(geometry)
@@ -213,7 +307,27 @@ class ConvexSet(ParamsMixin, ABC):
         return self._xp_project_jvp(theta, u, tangent, g, namespace(theta, u, tangent))
 
     def xp_argmax(self, theta: Any) -> Any:
-        r"""The MAP oracle :meth:`argmax` for an array of any array-API library."""
+        r"""The MAP oracle :meth:`argmax` for an array of any array-API library.
+
+        Parameters
+        ----------
+        theta : array of shape (..., p) or (..., k, k)
+            Scores of an array-API library (any device, floating dtype).
+
+        Returns
+        -------
+        array of shape theta.shape
+            A maximizing vertex per point, of ``theta``'s library, device and dtype.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` does not have the set's shape (too few axes, non-square trailing
+            axes, fewer than :attr:`min_size` entries on its last axis), or if the set
+            has no maximizer (:math:`\mathbb{R}^p`, :math:`\mathbb{R}^p_+`).
+        NotImplementedError
+            If the set has no array-API MAP oracle.
+        """
         from .._xp import namespace
 
         self._xp_check(theta)
@@ -222,9 +336,25 @@ class ConvexSet(ParamsMixin, ABC):
     def xp_decode(self, v: Any) -> Any:
         r"""The structures :math:`\varphi^{-1}(v)` of vertices ``v`` of any array-API library
         (on ``v``'s device, without validation: ``v`` comes from :meth:`xp_argmax`), equal
-        to :meth:`decode`. Raises ``NotImplementedError`` when the set has no array-API
-        decoding, or when a subclass redefines :meth:`decode` without it (the caller then
-        decodes on the host)."""
+        to :meth:`decode`.
+
+        Parameters
+        ----------
+        v : array of shape (..., p) or (..., k, k)
+            Vertices of the set, of an array-API library (e.g. from :meth:`xp_argmax`).
+
+        Returns
+        -------
+        array
+            The structures, as :meth:`decode` returns them (e.g. labels of shape ``(...,)``
+            or permutations of shape ``(..., k)``), on ``v``'s device.
+
+        Raises
+        ------
+        NotImplementedError
+            If the set has no array-API decoding, or if a subclass redefines
+            :meth:`decode` without it (the caller then decodes on the host).
+        """
         from .._xp import namespace
 
         if not _defined_with(type(self), "_xp_decode", "decode"):
@@ -259,14 +389,46 @@ class ConvexSet(ParamsMixin, ABC):
         default) when the set has no closed form for ``geometry``: the Newton solver then
         takes finite differences of :meth:`project` (``p`` pairs of projections and an
         eigendecomposition per sample; one pair for a :attr:`separable` set). At a kink,
-        the element of the generalized Jacobian with the largest rank."""
+        the element of the generalized Jacobian with the largest rank.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, p), dtype float64
+            The scores, one flattened point per row (``p = prod(event_shape)``).
+        u : ndarray of shape (n, p), dtype float64
+            Their projections ``project(theta, geometry)``, flattened the same way.
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            The shape of one point before flattening (``(p,)`` or ``(k, k)``).
+
+        Returns
+        -------
+        Jacobians or None
+            The ``n`` Jacobians (:data:`projloss.sets.jacobians.Jacobians`: a diagonal
+            array of shape ``(n, p)``, a
+            :class:`~projloss.sets.jacobians.DiagonalMinusRankOne` or dense blocks of
+            shape ``(n, p, p)``), or ``None`` here: no closed form.
+        """
         return None
 
     def cheap_jacobians(self, geometry: str) -> bool:
         """Whether the Jacobians cost ``O(p)`` per sample whatever the number ``p`` of
         outputs (diagonal, or :class:`~projloss.sets.jacobians.DiagonalMinusRankOne`):
         the Newton method then pays at any ``p`` (else up to
-        ``projloss.estimators._newton.MAX_COUPLED_OUTPUTS``)."""
+        ``projloss.estimators._newton.MAX_COUPLED_OUTPUTS``).
+
+        Parameters
+        ----------
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+
+        Returns
+        -------
+        bool
+            Here :attr:`separable` (diagonal Jacobians); sets with a
+            :class:`~projloss.sets.jacobians.DiagonalMinusRankOne` form say so themselves.
+        """
         return self.separable
 
     # ------------------------------------------------------------------ pipeline view
@@ -274,28 +436,105 @@ class ConvexSet(ParamsMixin, ABC):
     def run_params(cls, params: dict[str, Any]) -> dict[str, str]:
         """The parameters the experiment pipeline shows for this set in its runs (MLflow
         params), from the set's configured ``params`` (``conf/set/<name>.yaml``); none by
-        default."""
+        default.
+
+        Parameters
+        ----------
+        params : dict of str to Any
+            The set's configured constructor parameters.
+
+        Returns
+        -------
+        dict of str to str
+            The parameters to log, by MLflow parameter name (empty here).
+        """
         return {}
 
     # ------------------------------------------------------------------ encoding
     @abstractmethod
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
-        r"""The encoding :math:`\varphi(y)` of structures ``y`` (batched)."""
+        r"""The encoding :math:`\varphi(y)` of structures ``y`` (batched).
+
+        Parameters
+        ----------
+        y : array-like
+            Structures, batched over leading axes (labels, 0/1 indicators, permutations:
+            the set says which).
+        k : int or None, default=None
+            The size ``k`` of the encoding, where it is not implied by ``y`` (e.g. the
+            number of classes of integer labels); ``None``: inferred from ``y``.
+
+        Returns
+        -------
+        ndarray of shape (..., *event_shape(k)), dtype float64
+            The encoded structures, vertices of the set.
+        """
 
     @abstractmethod
     def decode(self, v: ArrayLike) -> NDArray[Any]:
-        r"""The inverse encoding :math:`\varphi^{-1}` on vertices (batched)."""
+        r"""The inverse encoding :math:`\varphi^{-1}` on vertices (batched).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., p) or (..., k, k)
+            Vertices of the set (e.g. from :meth:`argmax`).
+
+        Returns
+        -------
+        ndarray
+            The structures they encode, batched over the leading axes of ``v``.
+        """
 
     @abstractmethod
     def vertices(self, k: int) -> NDArray[np.float64]:
-        """All vertices for size ``k``, shape ``(n_vertices, *event_shape(k))``."""
+        """All vertices for size ``k``, shape ``(n_vertices, *event_shape(k))``.
+
+        Parameters
+        ----------
+        k : int
+            The size of the set (the number of entries of a vector, the side of a matrix).
+
+        Returns
+        -------
+        ndarray of shape (n_vertices, *event_shape(k)), dtype float64
+            Every vertex once (exponentially many for some sets: small ``k`` only).
+        """
 
     def event_shape(self, k: int) -> tuple[int, ...]:
-        """Shape of one point of the set for size ``k``."""
+        """Shape of one point of the set for size ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The size of the set.
+
+        Returns
+        -------
+        tuple of int
+            ``(k, k)`` for a :attr:`matrix` set, else ``(k,)``.
+        """
         return (k, k) if self.matrix else (k,)
 
     def contains(self, u: ArrayLike, atol: float = 1e-9) -> NDArray[np.bool_]:
-        """Whether each point of the batch ``u`` lies in the set, up to ``atol``."""
+        """Whether each point of the batch ``u`` lies in the set, up to ``atol``.
+
+        Parameters
+        ----------
+        u : array-like of shape (..., p) or (..., k, k)
+            Points, batched over leading axes.
+        atol : float, default=1e-9
+            Absolute tolerance of each constraint.
+
+        Returns
+        -------
+        ndarray of shape u.shape[:-event_ndim], dtype bool
+            True where the point satisfies every constraint up to ``atol``.
+
+        Raises
+        ------
+        ValueError
+            If ``u`` is not a finite numeric array of the set's shape.
+        """
         u = check_array(u, name="u", matrix=self.matrix, min_size=self.min_size)
         return self._contains(u, atol)
 

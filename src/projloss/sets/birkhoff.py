@@ -77,6 +77,18 @@ class Birkhoff(ConvexSet):
         accuracy, but they depend (below ``tol``) on the call history, and one instance
         should not be shared between threads.
 
+    Raises
+    ------
+    ValueError
+        If ``tol`` is not a positive finite number or ``max_iter`` not a positive integer.
+
+    Warns
+    -----
+    ConvergenceWarning
+        From :meth:`project` and :meth:`xp_project` (either geometry), when some
+        sample's marginal violation is still above ``tol`` after ``max_iter`` Newton
+        iterations.
+
     Examples
     --------
     >>> import numpy as np
@@ -111,6 +123,13 @@ class Birkhoff(ConvexSet):
         self._last: dict[str, tuple[tuple[int, ...], NDArray[np.float64]]] = {}
 
     def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (for the repr, ``==``, configs and logging).
+
+        Returns
+        -------
+        dict of str to Any
+            ``{"tol": tol, "max_iter": max_iter, "warm_start": warm_start}``.
+        """
         return {"tol": self.tol, "max_iter": self.max_iter, "warm_start": self.warm_start}
 
     # ------------------------------------------------------------------ projections
@@ -216,6 +235,25 @@ class Birkhoff(ConvexSet):
 
         ``y`` has shape ``(..., k)`` and each ``y[...]`` must be a permutation of
         ``0, ..., k-1``.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (..., k)
+            Rankings: each row a permutation of ``0..k-1``, ``y[..., rank]`` the label at
+            that rank (integer-valued floats and booleans accepted).
+        k : int or None, default=None
+            The size; ``None``: ``y.shape[-1]``, which it must equal otherwise.
+
+        Returns
+        -------
+        ndarray of shape (..., k, k), dtype float64
+            The permutation matrices, ``Y[..., rank, y[..., rank]] = 1``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a scalar or has an empty last axis, its size differs from ``k``,
+            it holds non-integer values, or a row is not a permutation of ``0..k-1``.
         """
         arr = np.asarray(y)
         if arr.ndim < 1:
@@ -238,12 +276,41 @@ class Birkhoff(ConvexSet):
         return xp.argmax(v, axis=-1)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """Ranking ``y[..., rank] = argmax_label v[..., rank, label]`` (row argmax)."""
+        """Ranking ``y[..., rank] = argmax_label v[..., rank, label]`` (row argmax).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k, k)
+            Permutation matrices (e.g. from :meth:`argmax`). Not checked to be vertices:
+            any matrix gets the argmax of each row (ties: the first label), which is a
+            permutation only for a vertex.
+
+        Returns
+        -------
+        ndarray of shape (..., k), dtype int64
+            The rankings ``y[..., rank] = label``.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not a finite numeric array of shape ``(..., k, k)``.
+        """
         arr = check_array(v, name="v", matrix=True)
         return np.argmax(arr, axis=-1).astype(np.int64)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
-        """All ``k!`` permutation matrices, shape ``(k!, k, k)``."""
+        """All ``k!`` permutation matrices, shape ``(k!, k, k)``.
+
+        Parameters
+        ----------
+        k : int
+            The side of the matrices (small: ``k!`` vertices).
+
+        Returns
+        -------
+        ndarray of shape (k!, k, k), dtype float64
+            The permutation matrices, in lexicographic order of their permutations.
+        """
         perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
         return np.eye(k)[perms]
 

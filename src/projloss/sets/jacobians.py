@@ -42,7 +42,18 @@ MERGE = 1e-9
 
 def merge_tol(theta: NDArray[np.float64]) -> float:
     """The tie tolerance of the Jacobians at the rows ``theta``: :data:`MERGE` times
-    ``1 + max |theta|``."""
+    ``1 + max |theta|``.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (n, p), dtype float64
+        The rows the Jacobians are taken at (any shape: only ``max |theta|`` counts).
+
+    Returns
+    -------
+    float
+        The absolute tolerance under which two values count as tied.
+    """
     return MERGE * (1.0 + float(np.abs(theta).max()))
 
 
@@ -53,14 +64,36 @@ class DiagonalMinusRankOne:
     size and :math:`v_{ir}` the part of :math:`v_i` on block ``r`` (zero elsewhere): the
     Euclidean knapsack polytope's (one block,
     :func:`projloss.sets.knapsack.knapsack_jacobians`), the simplex's and the row
-    simplex's (one block per row, :func:`projloss.sets.simplex.simplex_jacobians`)."""
+    simplex's (one block per row, :func:`projloss.sets.simplex.simplex_jacobians`).
+
+    Parameters
+    ----------
+    d : ndarray of shape (n, p), dtype float64
+        The diagonals :math:`d_i`.
+    v : ndarray of shape (n, p), dtype float64
+        The vectors :math:`v_i`, cut into ``blocks`` blocks of ``p // blocks`` outputs.
+    blocks : int, default=1
+        The number of consecutive blocks of equal size (each with its own rank-one term);
+        must divide ``p``.
+    """
 
     d: NDArray[np.float64]
     v: NDArray[np.float64]
     blocks: int = 1
 
     def apply(self, T: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``J_i t_i`` for the rows ``t_i`` of ``T`` ``(n, p)``: ``O(n p)``."""
+        """``J_i t_i`` for the rows ``t_i`` of ``T`` ``(n, p)``: ``O(n p)``.
+
+        Parameters
+        ----------
+        T : ndarray of shape (n, p), dtype float64
+            One vector :math:`t_i` per sample.
+
+        Returns
+        -------
+        ndarray of shape (n, p), dtype float64
+            The products :math:`J_i t_i`, row by row.
+        """
         if self.blocks == 1:
             return self.d * T - self.v * np.sum(self.v * T, axis=1, keepdims=True)
         n, p = T.shape
@@ -69,7 +102,13 @@ class DiagonalMinusRankOne:
         return self.d * T - (V * dots).reshape(n, p)
 
     def dense(self) -> NDArray[np.float64]:
-        """The ``(n, p, p)`` matrices (for tests)."""
+        """The ``(n, p, p)`` matrices (for tests).
+
+        Returns
+        -------
+        ndarray of shape (n, p, p), dtype float64
+            The dense Jacobians :math:`J_i`.
+        """
         n, p = self.d.shape
         J = np.zeros((n, p, p))
         J[:, np.arange(p), np.arange(p)] = self.d

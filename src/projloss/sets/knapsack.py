@@ -295,6 +295,18 @@ def project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.float64
     & Kovoor (1990) and of the bisection of the paper's Appendix; hand-written because no
     library provides it batched.
 
+    Parameters
+    ----------
+    theta : array-like of shape (..., k)
+        Scores, at least 1-D, converted to float64; not validated.
+    m : float or array-like broadcastable to theta.shape[:-1]
+        The sum :math:`m \in [0, k]` of each projection (not validated).
+
+    Returns
+    -------
+    ndarray of shape theta.shape, dtype float64
+        The projections: entries in :math:`[0, 1]` summing to ``m`` along the last axis.
+
     Examples
     --------
     >>> import numpy as np
@@ -322,6 +334,18 @@ def kl_project_capped_simplex(theta: ArrayLike, m: ArrayLike) -> NDArray[np.floa
     pass over the row (a compiled loop; a few rounds on typical inputs, at most
     :math:`m`). Batched over the leading axes; ``m`` broadcasts to
     ``theta.shape[:-1]`` and must lie in ``[0, k]`` (not validated).
+
+    Parameters
+    ----------
+    theta : array-like of shape (..., k)
+        Scores, at least 1-D, converted to float64; not validated.
+    m : float or array-like broadcastable to theta.shape[:-1]
+        The sum :math:`m \in [0, k]` of each projection (not validated).
+
+    Returns
+    -------
+    ndarray of shape theta.shape, dtype float64
+        The projections: entries in :math:`[0, 1]` summing to ``m`` along the last axis.
 
     Examples
     --------
@@ -529,6 +553,11 @@ class Knapsack(ConvexSet):
         The upper bound :math:`u \ge l`; ``None`` means :math:`u = k` (no upper bound).
         Must not exceed the size ``k`` of the points it is used with.
 
+    Raises
+    ------
+    ValueError
+        If a bound is not a non-negative integer, or ``lower > upper``.
+
     Examples
     --------
     >>> import numpy as np
@@ -556,6 +585,16 @@ class Knapsack(ConvexSet):
     def run_params(cls, params: dict[str, Any]) -> dict[str, str]:
         """``knapsack``: the bounds ``lower..upper`` (e.g. ``0..auto``).
 
+        Parameters
+        ----------
+        params : dict of str to Any
+            The configured ``lower`` and ``upper`` (defaults ``0`` and ``"auto"``).
+
+        Returns
+        -------
+        dict of str to str
+            ``{"knapsack": "<lower>..<upper>"}``.
+
         Examples
         --------
         >>> Knapsack.run_params({"upper": 3})
@@ -570,10 +609,40 @@ class Knapsack(ConvexSet):
         geometry: str,
         event_shape: tuple[int, ...],
     ) -> Jacobians | None:
-        """Euclidean: :func:`knapsack_jacobians` (diagonal minus rank one); KL: none."""
+        """Euclidean: :func:`knapsack_jacobians` (diagonal minus rank one); KL: none.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, k), dtype float64
+            The scores, one point per row.
+        u : ndarray of shape (n, k), dtype float64
+            Their projections.
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            ``(k,)``.
+
+        Returns
+        -------
+        DiagonalMinusRankOne or None
+            Euclidean: the free entries' identity, minus their averaging where the
+            budget is active; KL: ``None`` (finite differences).
+        """
         return knapsack_jacobians(self, theta, u) if geometry == "euclidean" else None
 
     def cheap_jacobians(self, geometry: str) -> bool:
+        """Euclidean only (its Jacobians are diagonal minus rank one; KL has none).
+
+        Parameters
+        ----------
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+
+        Returns
+        -------
+        bool
+            Whether ``geometry`` is ``"euclidean"``.
+        """
         return geometry == "euclidean"
 
     def __init__(self, lower: int = 0, upper: int | None = None) -> None:
@@ -586,6 +655,13 @@ class Knapsack(ConvexSet):
             )
 
     def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (for the repr, ``==``, configs and logging).
+
+        Returns
+        -------
+        dict of str to Any
+            ``{"lower": lower, "upper": upper}`` (``upper`` may be None).
+        """
         return {"lower": self.lower, "upper": self.upper}
 
     def _check_size(self, k: int) -> None:
@@ -743,7 +819,26 @@ class Knapsack(ConvexSet):
         return arr
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
-        """The 0/1 label indicator ``(..., k)``, validated against the count bounds."""
+        """The 0/1 label indicator ``(..., k)``, validated against the count bounds.
+
+        Parameters
+        ----------
+        y : array-like of shape (..., k)
+            0/1 label indicators, with between ``lower`` and ``upper`` ones each.
+        k : int or None, default=None
+            The size; ``None``: ``y.shape[-1]``, which it must equal otherwise.
+
+        Returns
+        -------
+        ndarray of shape y.shape, dtype float64
+            ``y`` as float64.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a scalar or not 0/1, if its size differs from ``k`` or is smaller
+            than a bound, or if a row's count of ones lies outside the bounds.
+        """
         return self._check_indicators(y, "y", k)
 
     def _xp_decode(self, v: Any, xp: Any) -> Any:
@@ -751,11 +846,44 @@ class Knapsack(ConvexSet):
         return xp.astype(v, xp.int64)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """The label indicator of vertices ``(..., k)`` as int64."""
+        """The label indicator of vertices ``(..., k)`` as int64.
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k)
+            Vertices: 0/1 vectors with between ``lower`` and ``upper`` ones.
+
+        Returns
+        -------
+        ndarray of shape v.shape, dtype int64
+            The 0/1 indicators.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not 0/1, its size is smaller than a bound, or a row's count of
+            ones lies outside the bounds.
+        """
         return self._check_indicators(v, "v", None).astype(np.int64)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
-        """All binary vectors of length ``k`` with between ``l`` and ``u`` ones."""
+        """All binary vectors of length ``k`` with between ``l`` and ``u`` ones.
+
+        Parameters
+        ----------
+        k : int
+            The size (small: the ``2**k`` points of the cube are enumerated).
+
+        Returns
+        -------
+        ndarray of shape (n_vertices, k), dtype float64
+            The vertices, in lexicographic order.
+
+        Raises
+        ------
+        ValueError
+            If a bound exceeds ``k``.
+        """
         self._check_size(k)
         lo, hi = self._bounds(k)
         cube = np.array(list(itertools.product([0.0, 1.0], repeat=k))).reshape(-1, k)

@@ -101,6 +101,26 @@ class NonNegative(ConvexSet):
         raise ValueError(_NO_MAXIMIZER)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """The identity on nonnegative points (the set's structures are its points).
+
+        Parameters
+        ----------
+        y : array-like of shape (..., p)
+            Nonnegative points.
+        k : int or None, default=None
+            Ignored: the size is ``y``'s.
+
+        Returns
+        -------
+        ndarray of shape y.shape, dtype float64
+            ``y`` as a float64 array.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not a finite numeric array of at least one axis, or has a
+            negative entry.
+        """
         arr = check_array(y, name="y")
         if np.any(arr < 0):
             raise ValueError("y must be non-negative to lie in R^p_+")
@@ -111,9 +131,38 @@ class NonNegative(ConvexSet):
         return v
 
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
+        """The identity (no decoding: the orthant is unbounded and has no MAP oracle).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., p)
+            Points.
+
+        Returns
+        -------
+        ndarray of shape v.shape, dtype float64
+            ``v`` as a float64 array.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not a finite numeric array of at least one axis.
+        """
         return check_array(v, name="v")
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """Not available: :math:`\\mathbb{R}^p_+` is unbounded (its only vertex is 0).
+
+        Parameters
+        ----------
+        k : int
+            The size (unused).
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
         raise ValueError("R^p_+ is unbounded and has no vertices other than 0")
 
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:

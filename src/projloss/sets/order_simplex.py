@@ -150,13 +150,48 @@ class OrderSimplex(ConvexSet):
         geometry: str,
         event_shape: tuple[int, ...],
     ) -> Jacobians | None:
-        """Euclidean: :func:`order_simplex_jacobians` (exact, ``(n, p, p)``); KL: none."""
+        """Euclidean: :func:`order_simplex_jacobians` (exact, ``(n, p, p)``); KL: none.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, k - 1), dtype float64
+            The scores, one point per row.
+        u : ndarray of shape (n, k - 1), dtype float64
+            Their projections.
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            ``(k - 1,)``.
+
+        Returns
+        -------
+        ndarray of shape (n, k - 1, k - 1), dtype float64, or None
+            Euclidean: the dense Jacobians (pool averaging inside the bounds, ties within
+            :func:`~projloss.sets.jacobians.merge_tol` merged); KL: ``None`` (finite
+            differences).
+        """
         if geometry != "euclidean":
             return None
         return order_simplex_jacobians(theta, u, merge_tol(theta))
 
     def event_shape(self, k: int) -> tuple[int, ...]:
-        """Points of the order simplex for ``k`` classes have ``k - 1`` coordinates."""
+        """Points of the order simplex for ``k`` classes have ``k - 1`` coordinates.
+
+        Parameters
+        ----------
+        k : int
+            The number of classes (at least 2).
+
+        Returns
+        -------
+        tuple of int
+            ``(k - 1,)``.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not an integer of at least 2.
+        """
         self._check_classes(k)
         return (k - 1,)
 
@@ -211,7 +246,26 @@ class OrderSimplex(ConvexSet):
     # ------------------------------------------------------------------ encoding
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         """:math:`\\varphi(y)` for labels ``y`` in ``{1, ..., k}`` (any shape); shape
-        ``(*y.shape, k - 1)``."""
+        ``(*y.shape, k - 1)``.
+
+        Parameters
+        ----------
+        y : array-like of int, any shape
+            Class labels in ``{1, ..., k}`` (1-based; integer-valued floats accepted).
+        k : int
+            The number of classes (required, at least 2).
+
+        Returns
+        -------
+        ndarray of shape (*y.shape, k - 1), dtype float64
+            The all-threshold encodings: ``y - 1`` ones, then zeros.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is None or not an integer of at least 2, or if ``y`` holds
+            non-numeric or non-integer values or labels outside ``{1, ..., k}``.
+        """
         if k is None:
             raise ValueError("encode needs k, the number of classes of the order simplex")
         self._check_classes(k)
@@ -230,7 +284,24 @@ class OrderSimplex(ConvexSet):
         return 1 + xp.astype(xp.sum(v, axis=-1), xp.int64)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """The class :math:`1 + \\#\\{i : v_i = 1\\}` of a vertex ``v`` (shape ``(..., k-1)``)."""
+        """The class :math:`1 + \\#\\{i : v_i = 1\\}` of a vertex ``v`` (shape ``(..., k-1)``).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k - 1)
+            Vertices of the order simplex: 0/1 vectors, ones then zeros.
+
+        Returns
+        -------
+        ndarray of shape v.shape[:-1], dtype int64
+            The classes, in ``{1, ..., k}``.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not a finite numeric array of at least one axis, is not 0/1, or
+            has a 1 after a 0.
+        """
         arr = check_array(v, name="v")
         check_binary(arr, name="v")
         if np.any(np.diff(arr, axis=-1) > 0):
@@ -238,6 +309,23 @@ class OrderSimplex(ConvexSet):
         return 1 + np.sum(arr, axis=-1).astype(np.int64)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """The ``k`` encodings :math:`\\varphi(1), \\dots, \\varphi(k)`.
+
+        Parameters
+        ----------
+        k : int
+            The number of classes (at least 2).
+
+        Returns
+        -------
+        ndarray of shape (k, k - 1), dtype float64
+            Row ``y - 1`` is :math:`\\varphi(y)`: ``y - 1`` ones, then zeros.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not an integer of at least 2.
+        """
         self._check_classes(k)
         return np.tril(np.ones((k, k - 1)), -1)
 

@@ -237,6 +237,11 @@ class Permutahedron(ConvexSet):
         finite, and positive for the KL geometry. Default: ``(k, k-1, ..., 1)`` for the size
         ``k`` of the input.
 
+    Raises
+    ------
+    ValueError
+        If ``w`` is not a non-empty 1-D array, or has NaN or infinite entries.
+
     Examples
     --------
     >>> import numpy as np
@@ -273,7 +278,27 @@ class Permutahedron(ConvexSet):
         geometry: str,
         event_shape: tuple[int, ...],
     ) -> Jacobians | None:
-        """Euclidean: :func:`permutahedron_jacobians` (exact, ``(n, k, k)``); KL: none."""
+        """Euclidean: :func:`permutahedron_jacobians` (exact, ``(n, k, k)``); KL: none.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, k), dtype float64
+            The scores, one point per row.
+        u : ndarray of shape (n, k), dtype float64
+            Their projections.
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            ``(k,)``.
+
+        Returns
+        -------
+        ndarray of shape (n, k, k), dtype float64, or None
+            Euclidean: the dense Jacobians (identity minus the averaging over each pool of
+            the isotonic problem, ties within
+            :func:`~projloss.sets.jacobians.merge_tol` merged); KL: ``None`` (finite
+            differences).
+        """
         if geometry != "euclidean":
             return None
         return permutahedron_jacobians(theta, u, merge_tol(theta))
@@ -300,13 +325,36 @@ class Permutahedron(ConvexSet):
             )
 
     def weights(self, k: int) -> NDArray[np.float64]:
-        """The weights sorted in descending order, for size ``k``."""
+        """The weights sorted in descending order, for size ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The size of the points.
+
+        Returns
+        -------
+        ndarray of shape (k,), dtype float64
+            ``w`` sorted in descending order, or ``(k, k-1, ..., 1)`` without ``w``.
+
+        Raises
+        ------
+        ValueError
+            If ``w`` was given and its length is not ``k``.
+        """
         self._check_size(k)
         if self._w_sorted is None:
             return np.arange(k, 0, -1, dtype=np.float64)
         return self._w_sorted
 
     def get_params(self) -> dict[str, Any]:
+        """The constructor parameters (for the repr, ``==``, configs and logging).
+
+        Returns
+        -------
+        dict of str to Any
+            ``{"w": w}``: the weights as a tuple of floats in the order given, or None.
+        """
         return {"w": self.w}
 
     # ------------------------------------------------------------------ oracles
@@ -390,7 +438,27 @@ class Permutahedron(ConvexSet):
     # ------------------------------------------------------------------ encoding
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
         """:math:`\\varphi(y)` for permutations ``y[..., rank] = label``: label ``y[r]`` gets
-        the ``r``-th largest weight."""
+        the ``r``-th largest weight.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (..., k)
+            Rankings: each row a permutation of ``0..k-1``, ``y[..., r]`` the label at
+            rank ``r`` (rank 0 first).
+        k : int or None, default=None
+            The size; ``None``: ``y.shape[-1]``, which it must equal otherwise.
+
+        Returns
+        -------
+        ndarray of shape y.shape, dtype float64
+            The permuted weights: entry ``y[..., r]`` holds the ``r``-th largest weight.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a scalar, its size differs from ``k`` (or from the length of
+            ``w``), or a row is not a permutation of ``0..k-1``.
+        """
         arr = np.asarray(y)
         if arr.ndim < 1:
             raise ValueError("y must have shape (..., k) (a permutation per row), got a scalar")
@@ -412,11 +480,45 @@ class Permutahedron(ConvexSet):
         return xp.argsort(-v, axis=-1, stable=True)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """The permutation ``y[rank] = label`` ranking the entries of ``v`` (descending)."""
+        """The permutation ``y[rank] = label`` ranking the entries of ``v`` (descending).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k)
+            Points to rank, usually vertices (permuted weights); any finite point is
+            ranked (ties: the first index ranks first).
+
+        Returns
+        -------
+        ndarray of shape v.shape, dtype int64
+            The labels by decreasing entry of ``v``.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not a finite numeric array of at least one axis.
+        """
         arr = check_array(v, name="v")
         return np.argsort(-arr, axis=-1, kind="stable").astype(np.int64)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """The distinct permutations of the weights (``k!`` without ties in ``w``).
+
+        Parameters
+        ----------
+        k : int
+            The size (small: ``k!`` vertices).
+
+        Returns
+        -------
+        ndarray of shape (n_vertices, k), dtype float64
+            The vertices, in decreasing lexicographic order.
+
+        Raises
+        ------
+        ValueError
+            If ``w`` was given and its length is not ``k``.
+        """
         w = self.weights(k)
         return np.array(sorted(set(itertools.permutations(w.tolist())), reverse=True))
 

@@ -74,6 +74,25 @@ class Reals(ConvexSet):
         raise ValueError(_NO_VERTICES)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """The identity (the set's structures are its points).
+
+        Parameters
+        ----------
+        y : array-like of shape (..., p)
+            Points.
+        k : int or None, default=None
+            Ignored: the size is ``y``'s.
+
+        Returns
+        -------
+        ndarray of shape y.shape, dtype float64
+            ``y`` as a float64 array.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not a finite numeric array of at least one axis.
+        """
         return check_array(y, name="y")
 
     def _xp_decode(self, v: Any, xp: Any) -> Any:
@@ -81,9 +100,38 @@ class Reals(ConvexSet):
         return v
 
     def decode(self, v: ArrayLike) -> NDArray[np.float64]:
+        """The identity (no decoding: :math:`\\mathbb{R}^p` has no MAP oracle).
+
+        Parameters
+        ----------
+        v : array-like of shape (..., p)
+            Points.
+
+        Returns
+        -------
+        ndarray of shape v.shape, dtype float64
+            ``v`` as a float64 array.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not a finite numeric array of at least one axis.
+        """
         return check_array(v, name="v")
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """Not available: :math:`\\mathbb{R}^p` has no vertices.
+
+        Parameters
+        ----------
+        k : int
+            The size (unused).
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
         raise ValueError("R^p has no vertices")
 
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:

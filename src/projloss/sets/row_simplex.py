@@ -79,10 +79,40 @@ class RowSimplex(ConvexSet):
         geometry: str,
         event_shape: tuple[int, ...],
     ) -> Jacobians | None:
-        """One simplex per row: :func:`~projloss.sets.simplex.simplex_jacobians`."""
+        """One simplex per row: :func:`~projloss.sets.simplex.simplex_jacobians`.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, k * k), dtype float64
+            The scores, one flattened ``k x k`` matrix per row.
+        u : ndarray of shape (n, k * k), dtype float64
+            Their projections, flattened the same way.
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            ``(k, k)``.
+
+        Returns
+        -------
+        DiagonalMinusRankOne
+            Block diagonal: ``k`` blocks (one per row of the matrix), each the simplex's
+            diagonal minus rank one.
+        """
         return simplex_jacobians(theta, u, event_shape[-1], geometry)
 
     def cheap_jacobians(self, geometry: str) -> bool:
+        """Always: one diagonal-minus-rank-one block per row, ``O(k^2)`` per sample.
+
+        Parameters
+        ----------
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection (either).
+
+        Returns
+        -------
+        bool
+            True.
+        """
         return True
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -108,7 +138,28 @@ class RowSimplex(ConvexSet):
         return xp_one_hot_argmax(xp, theta)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
-        """Row one-hot matrices ``(..., k, k)`` from ``y`` of shape ``(..., k)``."""
+        """Row one-hot matrices ``(..., k, k)`` from ``y`` of shape ``(..., k)``.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (..., k)
+            The column ``y[..., i]`` in ``[0, k)`` of row ``i``'s 1 (a permutation
+            ``y[rank] = label`` gives its permutation matrix).
+        k : int or None, default=None
+            The size; ``None``: ``y.shape[-1]``, which it must equal otherwise.
+
+        Returns
+        -------
+        ndarray of shape (..., k, k), dtype float64
+            The row one-hot matrices.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a scalar or has an empty last axis, if ``k`` is given and differs
+            from ``y.shape[-1]`` (or is not a positive integer), or if ``y`` holds
+            non-integer values or entries outside ``[0, k)``.
+        """
         arr = np.asarray(y)
         if arr.ndim < 1:
             raise ValueError("y must have shape (..., k) (one column index per row), got a scalar")
@@ -124,14 +175,46 @@ class RowSimplex(ConvexSet):
         return xp.argmax(v, axis=-1)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """Column of the 1 of each row: ``(..., k, k)`` row one-hot matrices -> ``(..., k)``."""
+        """Column of the 1 of each row: ``(..., k, k)`` row one-hot matrices -> ``(..., k)``.
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k, k)
+            Row one-hot 0/1 matrices (exactly one 1 per row).
+
+        Returns
+        -------
+        ndarray of shape (..., k), dtype int64
+            The column of each row's 1 (any map ``[k] -> [k]``, not only permutations).
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is not of shape ``(..., k, k)`` or a row is not one-hot.
+        """
         arr = np.asarray(v)
         if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
             raise ValueError(f"v must have shape (..., k, k), got {arr.shape}")
         return decode_one_hot(arr)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
-        """All ``k**k`` row one-hot matrices, shape ``(k**k, k, k)``."""
+        """All ``k**k`` row one-hot matrices, shape ``(k**k, k, k)``.
+
+        Parameters
+        ----------
+        k : int
+            The side of the matrices (``k**k`` vertices: small ``k`` only).
+
+        Returns
+        -------
+        ndarray of shape (k**k, k, k), dtype float64
+            The vertices, in lexicographic order of their column indices.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not a positive integer.
+        """
         k = _check_k(k)
         cols = np.array(list(itertools.product(range(k), repeat=k)), dtype=np.int64)
         return one_hot(cols, k)

@@ -111,6 +111,19 @@ def project_simplex(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     temporaries (a pure numpy version needs a cumulative sum and about six more passes
     over the batch: 2-4x slower).
 
+    Parameters
+    ----------
+    theta : array-like of shape (..., k, ...)
+        Scores, at least 1-D, converted to float64; not validated (NaN or infinite
+        entries give meaningless rows).
+    axis : int, default=-1
+        The axis of the simplex; every other axis is a batch.
+
+    Returns
+    -------
+    ndarray of shape theta.shape, dtype float64
+        The sparsemax of each slice along ``axis``: nonnegative, summing to 1.
+
     Examples
     --------
     >>> import numpy as np
@@ -193,6 +206,19 @@ def softmax(theta: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     :math:`\operatorname{argmin}_{u \in \triangle^k} \langle u, \log u\rangle -
     \langle u, \theta\rangle` has the Gibbs distribution as its solution (paper §4,
     Table 2; e.g. Boyd & Vandenberghe 2004, §5.2.5).
+
+    Parameters
+    ----------
+    theta : array-like of shape (..., k, ...)
+        Scores, at least 1-D, converted to float64; not validated.
+    axis : int, default=-1
+        The axis of the simplex; every other axis is a batch.
+
+    Returns
+    -------
+    ndarray of shape theta.shape, dtype float64
+        The softmax of each slice along ``axis``: positive, summing to 1 (NaN slices
+        where ``theta`` has a non-finite entry).
 
     Examples
     --------
@@ -457,10 +483,40 @@ class Simplex(ConvexSet):
         geometry: str,
         event_shape: tuple[int, ...],
     ) -> Jacobians | None:
-        """:func:`simplex_jacobians` (diagonal minus rank one, both geometries)."""
+        r""":func:`simplex_jacobians` (diagonal minus rank one, both geometries).
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n, k), dtype float64
+            The scores, one point per row.
+        u : ndarray of shape (n, k), dtype float64
+            Their projections (sparsemax or softmax).
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection.
+        event_shape : tuple of int
+            ``(k,)``.
+
+        Returns
+        -------
+        DiagonalMinusRankOne
+            KL: :math:`\mathrm{diag}(u) - u u^\top`; Euclidean: :math:`\mathrm{diag}(1_S)
+            - 1_S 1_S^\top / |S|` on the support :math:`S`.
+        """
         return simplex_jacobians(theta, u, event_shape[-1], geometry)
 
     def cheap_jacobians(self, geometry: str) -> bool:
+        """Always: the Jacobians are diagonal minus rank one, ``O(k)`` per sample.
+
+        Parameters
+        ----------
+        geometry : {"euclidean", "kl"}
+            The geometry of the projection (either).
+
+        Returns
+        -------
+        bool
+            True.
+        """
         return True
 
     def _project_euclidean(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -486,7 +542,26 @@ class Simplex(ConvexSet):
         return xp_one_hot_argmax(xp, theta)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
-        """One-hot encoding ``(..., k)`` of integer labels ``y`` in ``[0, k)`` (``k`` needed)."""
+        """One-hot encoding ``(..., k)`` of integer labels ``y`` in ``[0, k)`` (``k`` needed).
+
+        Parameters
+        ----------
+        y : array-like of int, any shape
+            Class labels in ``[0, k)`` (integer-valued floats are accepted).
+        k : int
+            The number of classes (required: the labels do not imply it).
+
+        Returns
+        -------
+        ndarray of shape (*y.shape, k), dtype float64
+            The one-hot vectors.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is None or not a positive integer, or if ``y`` holds non-integer
+            values or labels outside ``[0, k)``.
+        """
         if k is None:
             raise ValueError("encode needs the number of classes k for the simplex")
         k = _check_k(k)
@@ -497,10 +572,43 @@ class Simplex(ConvexSet):
         return xp.argmax(v, axis=-1)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
-        """Class label (int64, shape ``(...)``) of one-hot vertices ``(..., k)``."""
+        """Class label (int64, shape ``(...)``) of one-hot vertices ``(..., k)``.
+
+        Parameters
+        ----------
+        v : array-like of shape (..., k)
+            One-hot vectors (exactly one 1 per vector, zeros elsewhere).
+
+        Returns
+        -------
+        ndarray of shape v.shape[:-1], dtype int64
+            The index of the 1 of each vector.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is a scalar, or is not one-hot along its last axis.
+        """
         return decode_one_hot(v)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """The ``k`` one-hot vectors (the standard basis).
+
+        Parameters
+        ----------
+        k : int
+            The number of classes.
+
+        Returns
+        -------
+        ndarray of shape (k, k), dtype float64
+            The identity matrix: vertex ``i`` encodes class ``i``.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not a positive integer.
+        """
         return np.eye(_check_k(k))
 
     def _contains(self, u: NDArray[np.float64], atol: float) -> NDArray[np.bool_]:

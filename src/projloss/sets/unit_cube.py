@@ -117,6 +117,27 @@ class UnitCube(ConvexSet):
         return xp.astype(theta > 0, theta.dtype)
 
     def encode(self, y: ArrayLike, k: int | None = None) -> NDArray[np.float64]:
+        """The identity on 0/1 indicators: a 0/1 vector (matrix) is its own encoding.
+
+        Parameters
+        ----------
+        y : array-like of shape (..., p) or (..., k, k)
+            0/1 indicators (label indicator vectors; 0/1 matrices for the
+            :class:`MatrixCube`).
+        k : int or None, default=None
+            Ignored: the size is ``y``'s.
+
+        Returns
+        -------
+        ndarray of shape y.shape, dtype float64
+            ``y`` as float64.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a scalar or holds values other than 0 and 1, or (matrix cube) is
+            not of shape ``(..., k, k)``.
+        """
         arr = check_binary(y)
         if self.matrix and (arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]):
             raise ValueError(f"y must have shape (..., k, k), got {arr.shape}")
@@ -127,9 +148,38 @@ class UnitCube(ConvexSet):
         return xp.astype(v, xp.int64)
 
     def decode(self, v: ArrayLike) -> NDArray[np.int64]:
+        """The indicators of 0/1 vertices, as integers.
+
+        Parameters
+        ----------
+        v : array-like of shape (..., p) or (..., k, k)
+            Vertices of the cube (0/1 entries).
+
+        Returns
+        -------
+        ndarray of shape v.shape, dtype int64
+            The 0/1 indicators.
+
+        Raises
+        ------
+        ValueError
+            If ``v`` is a scalar or holds values other than 0 and 1.
+        """
         return check_binary(v, name="v").astype(np.int64)
 
     def vertices(self, k: int) -> NDArray[np.float64]:
+        """All ``2**p`` 0/1 points, ``p = k`` (``k * k`` for the :class:`MatrixCube`).
+
+        Parameters
+        ----------
+        k : int
+            The size (small: ``2**p`` vertices).
+
+        Returns
+        -------
+        ndarray of shape (2**p, *event_shape(k)), dtype float64
+            The vertices, in lexicographic order of their flattened entries.
+        """
         p = k * k if self.matrix else k
         verts = np.array(list(itertools.product([0.0, 1.0], repeat=p)))
         return verts.reshape((-1, *self.event_shape(k)))

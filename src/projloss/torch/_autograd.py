@@ -72,6 +72,16 @@ def set_cpu_backend(backend: str) -> str:
         set's Jacobian-vector product on tensors, and tensors on other devices always take
         the tensor algorithms. A process-wide setting (not per thread).
 
+    Returns
+    -------
+    str
+        The backend in force before this call.
+
+    Raises
+    ------
+    ValueError
+        If ``backend`` is not ``"engine"`` or ``"array_api"`` (the setting is unchanged).
+
     Examples
     --------
     >>> import torch
@@ -92,13 +102,46 @@ def set_cpu_backend(backend: str) -> str:
 
 
 def get_cpu_backend() -> str:
-    """The current CPU backend, ``"engine"`` or ``"array_api"`` (see :func:`set_cpu_backend`)."""
+    """The current CPU backend, ``"engine"`` or ``"array_api"`` (see :func:`set_cpu_backend`).
+
+    Returns
+    -------
+    str
+        ``"engine"`` (the default) or ``"array_api"``.
+    """
     return _cpu_backend
 
 
 @contextmanager
 def cpu_backend(backend: str) -> Iterator[None]:
-    """:func:`set_cpu_backend` for the ``with`` block only (the previous choice restored)."""
+    """:func:`set_cpu_backend` for the ``with`` block only (the previous choice restored).
+
+    Parameters
+    ----------
+    backend : {"engine", "array_api"}
+        The CPU backend inside the block.
+
+    Yields
+    ------
+    None
+        The block runs with ``backend``; the previous backend is restored on exit, also
+        when the block raises.
+
+    Raises
+    ------
+    ValueError
+        If ``backend`` is unknown (raised on entering the block).
+
+    Examples
+    --------
+    >>> import torch
+    >>> import projloss.torch as pt
+    >>> with pt.cpu_backend("array_api"):
+    ...     print(pt.get_cpu_backend())
+    array_api
+    >>> pt.get_cpu_backend()
+    'engine'
+    """
     previous = set_cpu_backend(backend)
     try:
         yield
@@ -185,12 +228,45 @@ class ProjectFunction(torch.autograd.Function):
 
     ``apply(theta, cset, geometry, u=None)``; a given ``u`` (the projection, computed
     already) is returned instead of projecting: the derivatives of the projection at no
-    extra projection (the projection loss's second derivatives)."""
+    extra projection (the projection loss's second derivatives). The inputs are not
+    validated here (:func:`projloss.torch.project` validates, then calls ``apply``).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Not used: a :class:`torch.autograd.Function` is not instantiated (torch's legacy
+        signature); call ``ProjectFunction.apply(theta, cset, geometry, u=None)``.
+    """
 
     @staticmethod
     def forward(
         theta: torch.Tensor, cset: ConvexSet, geometry: str, u: torch.Tensor | None = None
     ) -> torch.Tensor:
+        r"""The projection (or ``u`` itself, when given), without a graph.
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (..., p) or (..., k, k)
+            Scores, float32 or float64, of the set's shape (checked by the caller).
+        cset : ConvexSet
+            The set.
+        geometry : {"euclidean", "kl"}
+            The geometry (normalized by the caller).
+        u : torch.Tensor or None, default=None
+            The projection of ``theta``, computed already: returned (detached) instead
+            of projecting.
+
+        Returns
+        -------
+        torch.Tensor of shape theta.shape
+            :math:`P_C^\Psi(\theta)`, in ``theta``'s dtype and on its device.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` has NaN or infinite entries (or from the set's projection, e.g. a
+            KL projection onto :math:`\mathbb{R}^p_+` that overflows).
+        """
         if u is not None:
             return u.detach()
         theta = theta.detach()  # (the sets see plain tensors)
@@ -201,6 +277,17 @@ class ProjectFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        """Save ``theta`` and ``u`` (and the set, the geometry) for the derivatives.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context of this application.
+        inputs : tuple
+            The arguments of :meth:`forward`: ``(theta, cset, geometry[, u])``.
+        output : torch.Tensor
+            The projection ``u``.
+        """
         theta, cset, geometry = inputs[:3]
         ctx.cset, ctx.geometry = cset, geometry
         ctx.save_for_backward(theta, output)
@@ -208,12 +295,44 @@ class ProjectFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        r"""The vector-Jacobian product :math:`J_P(\theta)^\top g = J_P(\theta)\,g`.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context saved by :meth:`setup_context`.
+        grad : torch.Tensor of shape theta.shape
+            The gradient :math:`g` with respect to ``u``.
+
+        Returns
+        -------
+        tuple
+            The gradient with respect to ``theta`` (the set's
+            :meth:`~projloss.sets.base.ConvexSet.xp_project_jvp`), then ``None`` for
+            ``cset``, ``geometry`` and ``u``.
+        """
         theta, u = ctx.saved_tensors
         vjp = ctx.cset.xp_project_jvp(theta, u, grad.contiguous(), ctx.geometry)
         return vjp, None, None, None
 
     @staticmethod
     def jvp(ctx: Any, theta_t: torch.Tensor, *_: Any) -> torch.Tensor:
+        r"""The forward-mode derivative :math:`J_P(\theta)\,\dot\theta`.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context saved by :meth:`setup_context`.
+        theta_t : torch.Tensor of shape theta.shape
+            The tangent of ``theta``.
+        *_ : Any
+            The tangents of the other inputs (none: not differentiable).
+
+        Returns
+        -------
+        torch.Tensor of shape theta.shape
+            The tangent of ``u``.
+        """
         theta, u = ctx.saved_tensors
         return ctx.cset.xp_project_jvp(theta, u, theta_t.contiguous(), ctx.geometry)
 
@@ -226,6 +345,28 @@ class ProjectFunction(torch.autograd.Function):
         geometry: str,
         u: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, int]:
+        """The :func:`torch.func.vmap` rule: the mapped axis becomes a leading batch axis.
+
+        Parameters
+        ----------
+        info : Any
+            The vmap information of torch (``info.batch_size``).
+        in_dims : tuple
+            The mapped axis of each input (``None``: not mapped).
+        theta : torch.Tensor
+            The scores, with the mapped axis at ``in_dims[0]``.
+        cset : ConvexSet
+            The set.
+        geometry : {"euclidean", "kl"}
+            The geometry.
+        u : torch.Tensor or None, default=None
+            The projection, computed already, mapped at ``in_dims[3]``.
+
+        Returns
+        -------
+        tuple of (torch.Tensor, int)
+            The projections with the mapped axis first, and ``0`` (that axis).
+        """
         # The sets batch over every leading axis: the mapped axis becomes one of them.
         theta = _to_front(theta, in_dims[0], info.batch_size)
         if u is not None:
@@ -268,12 +409,49 @@ def _expand_events(g: torch.Tensor, event_ndim: int) -> torch.Tensor:
 
 class ProjectionLossFunction(torch.autograd.Function):
     r"""Per-sample :math:`S_C^\Psi(\theta, \varphi)`, and the projection :math:`u` (the
-    second output is not differentiable: it is kept for the gradient :math:`u - \varphi`)."""
+    second output is not differentiable: it is kept for the gradient :math:`u - \varphi`).
+
+    ``apply(theta, phi, cset, geometry, event_ndim)``; the inputs are validated by
+    :func:`projloss.torch.projection_loss`, which calls it.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Not used: a :class:`torch.autograd.Function` is not instantiated (torch's legacy
+        signature); call ``ProjectionLossFunction.apply``.
+    """
 
     @staticmethod
     def forward(
         theta: torch.Tensor, phi: torch.Tensor, cset: ConvexSet, geometry: str, event_ndim: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""The per-sample loss values and the projection, without a graph.
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (..., *event_shape)
+            Scores, float32 or float64.
+        phi : torch.Tensor of shape theta.shape
+            Encoded targets, on ``theta``'s device and in its dtype.
+        cset : ConvexSet
+            The set.
+        geometry : {"euclidean", "kl"}
+            The geometry (normalized by the caller).
+        event_ndim : int
+            The number of trailing axes forming one point (summed over).
+
+        Returns
+        -------
+        values : torch.Tensor of shape theta.shape[:-event_ndim]
+            :math:`S_C^\Psi(\theta, \varphi)` per point.
+        u : torch.Tensor of shape theta.shape
+            The projection :math:`P_C^\Psi(\theta)` (not differentiable).
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` has NaN or infinite entries, or a loss value overflows its dtype.
+        """
         theta, phi = theta.detach(), phi.detach()
         if on_engine(theta, phi):
             t, f = host(theta), host(phi)
@@ -291,6 +469,18 @@ class ProjectionLossFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+        """Save ``theta``, ``phi`` and ``u`` for the derivatives; ``u`` is marked not
+        differentiable.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context of this application.
+        inputs : tuple
+            The arguments of :meth:`forward`: ``(theta, phi, cset, geometry, event_ndim)``.
+        output : tuple of torch.Tensor
+            ``(values, u)``.
+        """
         theta, phi, cset, geometry, event_ndim = inputs
         _, u = output
         ctx.mark_non_differentiable(u)
@@ -303,6 +493,32 @@ class ProjectionLossFunction(torch.autograd.Function):
     def backward(
         ctx: Any, grad: torch.Tensor, _grad_u: torch.Tensor | None
     ) -> tuple[torch.Tensor | None, None, None, None, None]:
+        r"""The gradient :math:`g\,(u - \varphi)` with respect to ``theta`` (Danskin).
+
+        Under grad mode (``create_graph=True``, :mod:`torch.func`) :math:`u` goes through
+        :class:`ProjectFunction` with the kept projection, so that the gradient has a
+        graph (second derivatives :math:`J_P(\theta)`) without projecting again.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context saved by :meth:`setup_context`.
+        grad : torch.Tensor of shape theta.shape[:-event_ndim] or None
+            The gradient with respect to the values (``None``: not materialized).
+        _grad_u : torch.Tensor or None
+            The gradient with respect to ``u`` (not differentiable: ignored).
+
+        Returns
+        -------
+        tuple
+            The gradient with respect to ``theta`` (``None`` without ``grad``), then
+            ``None`` for ``phi``, ``cset``, ``geometry`` and ``event_ndim``.
+
+        Raises
+        ------
+        ValueError
+            If a gradient with respect to ``phi`` is asked for (the target: none given).
+        """
         theta, phi, u = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise ValueError(_PHI_GRAD)
@@ -320,6 +536,25 @@ class ProjectionLossFunction(torch.autograd.Function):
     def jvp(
         ctx: Any, theta_t: torch.Tensor | None, phi_t: torch.Tensor | None, *_: None
     ) -> tuple[torch.Tensor, None]:
+        r"""The forward-mode derivative of the values, in ``theta`` and in ``phi``.
+
+        Parameters
+        ----------
+        ctx : torch.autograd.function.FunctionCtx
+            The context saved by :meth:`setup_context`.
+        theta_t : torch.Tensor of shape theta.shape or None
+            The tangent of ``theta``.
+        phi_t : torch.Tensor of shape theta.shape or None
+            The tangent of ``phi`` (forward mode gives every input one, zeros by default).
+        *_ : None
+            The tangents of the non-tensor inputs.
+
+        Returns
+        -------
+        tuple of (torch.Tensor, None)
+            :math:`\langle u - \varphi, \dot\theta\rangle + \langle\nabla\Psi(\varphi) -
+            \theta, \dot\varphi\rangle` per point, and ``None`` for ``u``.
+        """
         # <u - phi, theta_t> + <grad Psi(phi) - theta, phi_t>: forward mode materializes
         # a tangent (zeros) for phi too, so its term is computed rather than refused.
         theta, phi, u = ctx.saved_tensors
@@ -345,6 +580,30 @@ class ProjectionLossFunction(torch.autograd.Function):
         geometry: str,
         event_ndim: int,
     ) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[int, int]]:
+        """The :func:`torch.func.vmap` rule: the mapped axis becomes a leading batch axis.
+
+        Parameters
+        ----------
+        info : Any
+            The vmap information of torch (``info.batch_size``).
+        in_dims : tuple
+            The mapped axis of each input (``None``: not mapped).
+        theta : torch.Tensor
+            The scores, mapped at ``in_dims[0]``.
+        phi : torch.Tensor
+            The encoded targets, mapped at ``in_dims[1]``.
+        cset : ConvexSet
+            The set.
+        geometry : {"euclidean", "kl"}
+            The geometry.
+        event_ndim : int
+            The number of trailing axes forming one point.
+
+        Returns
+        -------
+        tuple
+            ``(values, u)`` with the mapped axis first, and ``(0, 0)``.
+        """
         theta = _to_front(theta, in_dims[0], info.batch_size)
         phi = _to_front(phi, in_dims[1], info.batch_size)
         return ProjectionLossFunction.apply(theta, phi, cset, geometry, event_ndim), (0, 0)

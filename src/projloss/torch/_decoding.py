@@ -71,6 +71,28 @@ def scores(u: torch.Tensor, target_loss: str | TargetLoss) -> torch.Tensor:
     r""":math:`-Vu - b`, the input of the decoding set's MAP oracle, as
     :meth:`TargetLoss.scores` (in ``u``'s dtype, on its device).
 
+    Parameters
+    ----------
+    u : torch.Tensor of shape (..., p)
+        Projections :math:`u = P_C^\Psi(\theta)` (the estimated expected encodings),
+        float32 or float64, on any device.
+    target_loss : str or TargetLoss
+        The target loss :math:`L` (a registry name of :mod:`projloss.target_losses` or
+        an instance), which gives :math:`(V, b)`.
+
+    Returns
+    -------
+    torch.Tensor
+        :math:`-Vu - b`, one point of the decoding set per point of ``u`` (for most
+        target losses of ``u``'s shape), detached.
+
+    Raises
+    ------
+    TypeError
+        ``u`` is not a float32/float64 tensor.
+    ValueError
+        Unknown target loss, or ``u``'s size does not fit it.
+
     Examples
     --------
     >>> import torch
@@ -93,6 +115,29 @@ def calibrated_vertices(
     r""":math:`\psi(\hat y_L(u)) = \mathrm{MAP}_D(-Vu - b)`: the decoded vertices, as
     :func:`projloss.decoding.calibrated_vertices` (batched; ``u``'s dtype and device).
 
+    Parameters
+    ----------
+    u : torch.Tensor of shape (..., p)
+        Projections :math:`u = P_C^\Psi(\theta)` (the estimated expected encodings),
+        float32 or float64, on any device.
+    target_loss : str or TargetLoss
+        The target loss :math:`L` (a registry name of :mod:`projloss.target_losses` or
+        an instance), which gives :math:`(V, b)`.
+    decoding_set : str or ConvexSet
+        The decoding set :math:`D` (its MAP oracle, its vertices' structures).
+
+    Returns
+    -------
+    torch.Tensor
+        The decoded vertices :math:`\psi(\hat y)`, detached, in ``u``'s dtype.
+
+    Raises
+    ------
+    TypeError
+        ``u`` is not a float32/float64 tensor.
+    ValueError
+        Unknown target loss or set, or sizes that do not fit them.
+
     Examples
     --------
     >>> import torch
@@ -109,6 +154,30 @@ def calibrated_decode(
     r""":math:`\hat y_L(u) = \mathrm{MAP}_D(-Vu - b)` as structures (the decoding set's
     :func:`~projloss.torch.decode` of the vertices), as
     :func:`projloss.decoding.calibrated_decode`.
+
+    Parameters
+    ----------
+    u : torch.Tensor of shape (..., p)
+        Projections :math:`u = P_C^\Psi(\theta)` (the estimated expected encodings),
+        float32 or float64, on any device.
+    target_loss : str or TargetLoss
+        The target loss :math:`L` (a registry name of :mod:`projloss.target_losses` or
+        an instance), which gives :math:`(V, b)`.
+    decoding_set : str or ConvexSet
+        The decoding set :math:`D` (its MAP oracle, its vertices' structures).
+
+    Returns
+    -------
+    torch.Tensor
+        The decoded structures :math:`\hat y_L(u)` (as :func:`~projloss.torch.decode`:
+        int64 classes, rankings or indicators), on ``u``'s device.
+
+    Raises
+    ------
+    TypeError
+        ``u`` is not a float32/float64 tensor.
+    ValueError
+        Unknown target loss or set, or sizes that do not fit them.
 
     Examples
     --------
@@ -130,6 +199,34 @@ def decode_scores(
 ) -> torch.Tensor:
     r"""The whole pipeline from model outputs, :math:`\hat y_L(P_C^\Psi(\theta))`, as
     :func:`projloss.decoding.decode_scores` (no gradient).
+
+    Parameters
+    ----------
+    theta : torch.Tensor of shape (..., p) or (..., k, k)
+        The model's scores, float32 or float64, on any device (detached here).
+    projection_set : str or ConvexSet
+        The projection set :math:`C`.
+    geometry : {"euclidean", "kl"}
+        The geometry :math:`\Psi` of the projection.
+    target_loss : str or TargetLoss
+        The target loss :math:`L` (a registry name of :mod:`projloss.target_losses` or
+        an instance), which gives :math:`(V, b)`.
+    decoding_set : str or ConvexSet
+        The decoding set :math:`D` (its MAP oracle, its vertices' structures).
+
+    Returns
+    -------
+    torch.Tensor
+        The decoded structures :math:`\hat y_L(P_C^\Psi(\theta))`, on ``theta``'s
+        device.
+
+    Raises
+    ------
+    TypeError
+        ``theta`` is not a float32/float64 tensor.
+    ValueError
+        Unknown set, geometry or target loss, a shape a set does not accept, or
+        non-finite ``theta``.
 
     Examples
     --------

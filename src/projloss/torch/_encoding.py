@@ -31,6 +31,28 @@ def decode(v: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     :math:`\mathbb{R}^p_+`. A set without an array-API decoding (or a subclass that
     redefines ``decode`` alone) decodes on the host.
 
+    Parameters
+    ----------
+    v : torch.Tensor of shape (..., p) or (..., k, k)
+        Vertices of the set (e.g. from :func:`~projloss.torch.argmax`), float32 or
+        float64; not validated on the device path.
+    set : str or ConvexSet
+        The set whose encoding to invert.
+
+    Returns
+    -------
+    torch.Tensor
+        The structures (int64 for every set but :math:`\mathbb{R}^p` and
+        :math:`\mathbb{R}^p_+`), on ``v``'s device.
+
+    Raises
+    ------
+    TypeError
+        ``v`` is not a float32/float64 tensor.
+    ValueError
+        Unknown set, or (decoding on the host) ``v`` is not a vertex the set's
+        :meth:`~projloss.sets.base.ConvexSet.decode` accepts.
+
     Examples
     --------
     >>> import torch
@@ -74,8 +96,20 @@ def encode(
     dtype : torch.dtype, optional
         Default: ``y``'s dtype when it is a float32/float64 tensor, else
         :func:`torch.get_default_dtype`.
-    device : optional
+    device : torch.device or str, optional
         Default: ``y``'s device when it is a tensor, else the CPU.
+
+    Returns
+    -------
+    torch.Tensor of shape (..., *event_shape)
+        :math:`\varphi(y)`, in ``dtype`` on ``device``.
+
+    Raises
+    ------
+    ValueError
+        Unknown set, or structures the set's
+        :meth:`~projloss.sets.base.ConvexSet.encode` refuses (wrong shape or values, a
+        missing ``k``).
 
     Examples
     --------

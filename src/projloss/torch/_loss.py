@@ -92,9 +92,13 @@ def projection_loss(
 
     Raises
     ------
+    TypeError
+        ``theta`` or ``phi`` is not a float32/float64 tensor.
     ValueError
-        ``theta`` not finite, a loss value that overflows the dtype (as the engine),
-        ``phi`` on another device, of another dtype or shape, or requiring grad.
+        An unknown set, geometry or reduction, a bad ``event_ndim`` or a shape the set
+        does not accept, ``theta`` not finite, a loss value that overflows the dtype (as
+        the engine), ``phi`` on another device, of another dtype or shape, or requiring
+        grad.
 
     Examples
     --------
@@ -121,9 +125,18 @@ class ProjectionLoss(nn.Module):
     ----------
     set : str or ConvexSet
         The set :math:`C` (checked here, at construction).
-    geometry : {"euclidean", "kl"}
-    reduction : {"mean", "sum", "none"}
+    geometry : {"euclidean", "kl"}, default="euclidean"
+        The geometry :math:`\Psi` (checked here).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        The mean or the sum of the per-sample values, or the values themselves.
     event_ndim : int, optional
+        Trailing axes forming one point; default the set's (see :func:`projection_loss`).
+
+    Raises
+    ------
+    ValueError
+        An unknown set, geometry or reduction, a geometry the set does not support, or an
+        ``event_ndim`` that is not an integer >= 1.
 
     Examples
     --------
@@ -150,10 +163,39 @@ class ProjectionLoss(nn.Module):
         self.event_ndim = _event_ndim(self.set, event_ndim)
 
     def forward(self, theta: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
-        """The loss of scores ``theta`` against encoded targets ``phi``."""
+        """The loss of scores ``theta`` against encoded targets ``phi``.
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (..., p) or (..., k, k)
+            Scores, float32 or float64, on any device.
+        phi : torch.Tensor, same shape, dtype and device as ``theta``
+            The encoded targets (not requiring grad).
+
+        Returns
+        -------
+        torch.Tensor
+            A scalar, or the per-sample values (``reduction="none"``), differentiable in
+            ``theta``.
+
+        Raises
+        ------
+        TypeError
+            ``theta`` or ``phi`` is not a float32/float64 tensor.
+        ValueError
+            As :func:`projection_loss`: a shape the set does not accept, ``theta`` not
+            finite, an overflowing value, ``phi`` mismatched or requiring grad.
+        """
         return _loss(theta, phi, self.set, self.geometry, self.reduction, self.event_ndim)
 
     def extra_repr(self) -> str:
+        """The module's parameters in its repr (``event_ndim`` only if not the set's).
+
+        Returns
+        -------
+        str
+            ``"set=..., geometry=..., reduction=..."``.
+        """
         s = f"set={self.set!r}, geometry={self.geometry!r}, reduction={self.reduction!r}"
         if self.event_ndim != self.set.event_ndim:
             s += f", event_ndim={self.event_ndim}"

@@ -83,6 +83,26 @@ def argmax(theta: torch.Tensor, set: str | ConvexSet) -> torch.Tensor:
     :class:`~projloss.sets.Birkhoff`); :math:`\mathbb{R}^p` and :math:`\mathbb{R}^p_+` have
     no maximizer and raise.
 
+    Parameters
+    ----------
+    theta : torch.Tensor of shape (..., p) or (..., k, k)
+        Scores, float32 or float64, on any device; batched over every leading axis.
+    set : str or ConvexSet
+        The set :math:`C`: a registry name or an instance.
+
+    Returns
+    -------
+    torch.Tensor of shape theta.shape
+        A maximizing vertex per point, detached, in ``theta``'s dtype and on its device.
+
+    Raises
+    ------
+    TypeError
+        ``theta`` is not a float32/float64 tensor.
+    ValueError
+        Unknown set, a shape the set does not accept, non-finite entries, or a set
+        without a maximizer (``"reals"``, ``"nonneg"``).
+
     Examples
     --------
     >>> import torch
