@@ -29,7 +29,14 @@ class ParamsMixin:
     ``np.array_equal``) and ``__hash__`` (of the repr of the parameters)."""
 
     def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (for reprs, configs and logging)."""
+        """Constructor parameters (for reprs, configs and logging).
+
+        Returns
+        -------
+        dict
+            Parameter name -> value, as the constructor takes them (empty here:
+            subclasses with parameters override it).
+        """
         return {}
 
     def __repr__(self) -> str:
