@@ -315,6 +315,7 @@ class Permutahedron(ConvexSet):
                 raise ValueError("w contains NaN or infinite values; it must be finite")
             self.w = tuple(float(x) for x in arr)
             self._w_sorted = np.sort(arr)[::-1].copy()
+            self._w_sorted.flags.writeable = False  # weights(k) hands it out, not a copy
 
     # ------------------------------------------------------------------ parameters
     def _check_size(self, k: int) -> None:

@@ -250,3 +250,15 @@ def test_plain_and_shifted_paths_agree_across_the_scale_threshold(geometry):
         np.testing.assert_allclose(
             s.project(shifted, geometry), s.project(exact, geometry), atol=1e-9
         )
+
+
+def test_weights_cannot_be_edited_through_what_weights_returns() -> None:
+    """``weights(k)`` hands out the set's own sorted array: writing into it would change
+    later projections while ``get_params()`` (and so ``==``, ``hash``) kept the old ``w``."""
+    P = Permutahedron(w=[3.0, 2.0, 1.0])
+    theta = np.array([[0.3, -0.2, 1.0]])
+    before = P.project(theta)
+    with pytest.raises(ValueError, match="read-only"):
+        P.weights(3)[0] = 100.0
+    np.testing.assert_array_equal(P.project(theta), before)
+    assert P == Permutahedron(w=[3.0, 2.0, 1.0])
