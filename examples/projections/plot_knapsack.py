@@ -10,8 +10,9 @@ counts). Here :math:`k = 3` and at most :math:`u = 2` labels: the cube with its 
 :math:`(1, 1, 1)` cut off.
 
 We project a grid of scores and color each projection by the number of labels it
-"switches on" (coordinates at 1): the Euclidean projection lands on vertices, edges and
-faces, the KL projection stays inside.
+"switches on" (coordinates at exactly 1): the Euclidean projection lands on vertices,
+edges and faces (coordinates at exactly 0 or 1), the KL projection caps coordinates at 1
+but never reaches 0 (it is made of exponentials), so it is never at a vertex.
 """
 
 import matplotlib.pyplot as plt

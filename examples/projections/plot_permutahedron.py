@@ -36,33 +36,36 @@ def plane(u: np.ndarray) -> np.ndarray:
 
 
 vertices = np.array(sorted(itertools.permutations(w), key=lambda v: np.arctan2(*plane(v)[::-1])))
-t = np.linspace(0, 2 * np.pi, 400)
-radius = 3.0
+t = np.linspace(0, 2 * np.pi, 36, endpoint=False)
+radius = 2.0
 theta = center + radius * (np.cos(t)[:, None] * basis[0] + np.sin(t)[:, None] * basis[1])
 
-fig, ax = plt.subplots(figsize=(6, 6))
+fig, ax = plt.subplots(figsize=(6.5, 6.5))
 ax.fill(*plane(vertices).T, color="0.93", zorder=0)
 for v in vertices:
     ax.annotate(
         ">".join("abc"[i] for i in np.argsort(-v)),
-        plane(v),
+        plane(v) * 1.18,
         ha="center",
         va="center",
         fontsize=9,
         bbox={"boxstyle": "round", "fc": "white", "ec": "0.7"},
     )
-ax.plot(*plane(theta).T, ":", color="0.4", label=r"$\theta(t)$ (a circle)")
-for geometry, color in (("euclidean", "tab:blue"), ("kl", "tab:orange")):
+ax.plot(*plane(theta).T, "o", ms=3, color="0.4", label=r"$\theta(t)$ (on a circle)")
+for geometry, color, marker in (("euclidean", "tab:blue", "o"), ("kl", "tab:orange", "s")):
     u = permutahedron.project(theta, geometry)
-    ax.plot(*plane(u).T, color=color, lw=2, label=geometry)
+    for start, end in zip(plane(theta), plane(u), strict=True):
+        ax.plot(*np.transpose([start, end]), color=color, lw=0.6, alpha=0.6)
+    ax.plot(*plane(u).T, marker, ms=4, color=color, label=geometry)
 ax.set_aspect("equal")
 ax.axis("off")
 ax.legend(loc="lower left")
 ax.set_title("Projections onto the permutahedron of (3, 2, 1)")
 
 # %%
-# The Euclidean projection stays on the boundary (the scores are far from the center)
-# and spends whole arcs of the circle at the vertices; the KL projection is smooth.
+# Both projections land on the boundary (the scores are outside the hexagon), but the
+# Euclidean one snaps whole arcs of the circle to the vertices (full rankings) where the
+# KL one moves smoothly along the edges.
 u = permutahedron.project(theta, "euclidean")
 at_vertex = np.isin(np.round(u, 9), w).all(axis=1)
 print(f"Euclidean: {at_vertex.mean():.0%} of the path at a vertex (a full ranking)")

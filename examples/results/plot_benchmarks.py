@@ -18,7 +18,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository
+# the repository: the first directory up from here (the build runs each example in its
+# own directory) that holds pyproject.toml
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file())
 results = json.loads((ROOT / "benchmarks/RESULTS.json").read_text())
 machine = results["machine"]
 print(

@@ -18,7 +18,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import scikit_posthocs as sp
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository
+# the repository: the first directory up from here (the build runs each example in its
+# own directory) that holds pyproject.toml
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file())
 rows = list(csv.DictReader((ROOT / "reports/repeated/table1.csv").open()))
 scores = pd.DataFrame(rows).pivot(index="dataset", columns="composition", values="mean")
 scores = scores.astype(float)

@@ -26,7 +26,9 @@ from projloss.estimators import ProjectionLabelRanker
 from projloss.metrics import ranking_hamming_loss
 
 ALPHA = 1e-2
-ROOT = Path(__file__).resolve().parents[2]  # the repository
+# the repository: the first directory up from here (the build runs each example in its
+# own directory) that holds pyproject.toml
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file())
 mirror = Path(os.environ.get("PROJLOSS_MIRROR", ROOT.parent / "shared" / "datasets"))
 lines = (mirror / "label_ranking" / "glass.txt").read_text().splitlines()
 
