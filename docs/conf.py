@@ -21,6 +21,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 # the source tree of this checkout first (also in sphinx-gallery's example processes)
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(DOCS / "_ext"))
 
 import projloss  # noqa: E402
 
@@ -105,7 +106,7 @@ version = release = projloss.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
+    "mathtext_svg",  # docs/_ext: formulas drawn at build time (offline), not by MathJax
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -165,6 +166,8 @@ sphinx_gallery_conf = {
 # -- MyST --------------------------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
+
+html_math_renderer = "mathtext_svg"
 
 # -- HTML --------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
