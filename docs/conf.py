@@ -9,6 +9,7 @@ markdown (``docs/guide/``). The build is offline: no intersphinx inventory is fe
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -134,7 +135,14 @@ numpydoc_attributes_as_param_list = True
 # a public callable without its summary, Parameters or Returns is a warning, so an error
 # of ``make docs`` (-W)
 numpydoc_validation_checks = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01"}
-numpydoc_validation_exclude = {r"\.__init__$", r"\.__call__$"}
+numpydoc_validation_exclude = {r"\.__init__$"}
+# the constants (SETS, TASKS, ...) are not callables: nothing to validate (numpydoc would
+# validate the docstring of their type, dict or tuple)
+numpydoc_validation_exclude |= {
+    rf"^{re.escape(modname)}\.{name}$"
+    for modname in API_MODULES
+    for name in public_names(modname)["data"]
+}
 
 # -- Gallery -------------------------------------------------------------------------------
 sphinx_gallery_conf = {
