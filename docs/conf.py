@@ -203,8 +203,8 @@ def skip_foreign_members(app, what, name, obj, skip, options):
         return None
     func = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
     module = getattr(func, "__module__", None) or ""
-    if module and not module.startswith("projloss"):
-        return True
+    if (module and not module.startswith("projloss")) or (not module and callable(obj)):
+        return True  # a foreign method, or a builtin one (tuple.count of a NamedTuple)
     qualname = getattr(func, "__qualname__", None)
     if module and isinstance(qualname, str) and "." in qualname and func.__doc__ is None:
         import importlib
