@@ -67,6 +67,7 @@ def _copy_sources(dest: Path) -> None:
         (dest / name).symlink_to(ROOT / name)
 
 
+@pytest.mark.long  # 30-90 s on two shared cores: scheduled first under xdist
 def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     mirror = require_mirror()
     _copy_sources(tmp_path)
