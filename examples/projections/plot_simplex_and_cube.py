@@ -25,7 +25,8 @@ t = np.linspace(-2.5, 2.5, 201)
 colors = {"euclidean": "tab:blue", "kl": "tab:orange"}
 
 # %%
-# The simplex, drawn in barycentric coordinates (each vertex is one class).
+# Left, the simplex drawn in barycentric coordinates (each vertex is one class); right,
+# the unit cube.
 simplex = projloss.get_set("simplex")
 path = np.stack([1.2 * t, 0.8 * np.sin(1.3 * t), -0.6 * t + 0.4], axis=1)  # (201, 3)
 corners = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
@@ -44,8 +45,7 @@ ax_simplex.set_aspect("equal")
 ax_simplex.axis("off")
 ax_simplex.legend(loc="upper right")
 
-# %%
-# The unit cube in 2-D, with the path itself drawn dotted.
+# The unit cube in 2-D (right), with the path itself drawn dotted.
 cube = projloss.get_set("unit_cube")
 path2 = np.stack([1.1 * t + 0.3, 0.9 * np.cos(1.5 * t) + 0.2 * t], axis=1)
 ax_cube.fill([0, 1, 1, 0], [0, 0, 1, 1], color="0.93", zorder=0)
