@@ -6,9 +6,9 @@ Every run of the pipeline tunes the regularization :math:`\\lambda` on a grid, f
 the training part and scoring on the validation part (``python -m pipeline.train``, the
 *tune* stage of ``dvc repro``). The report writes these curves to
 ``reports/plots/validation/<experiment>.csv`` (one line per dataset, run, :math:`\\lambda`),
-committed with the results: here the label-ranking experiment (the paper's Table 1),
-one curve per composition (projection set / decoding set) and the selected :math:`\\lambda`
-circled.
+committed with the results: here the runs of the paper's Table 1 in the label-ranking
+experiment, one curve per composition (projection set - decoding set) and the selected
+:math:`\\lambda` circled.
 """
 
 import csv
@@ -26,6 +26,8 @@ print(f"{len(rows)} points; columns: {list(rows[0])}")
 curves: dict[str, dict[str, list[tuple[float, float, bool]]]] = defaultdict(dict)
 for row in rows:
     run = row["run"].split("/", 1)[1]
+    if not run.startswith("t1-"):  # Table 1 only (t2-: KL projections, t3-: permutahedron)
+        continue
     points = curves[row["dataset"]].setdefault(run, [])
     points.append((float(row["log10_lambda"]), float(row["value"]), row["selected"] == "1"))
 
