@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 
-.PHONY: repro repro-repeated repro-mlp params test lint bench venv clean-venv ui-screenshots
+.PHONY: repro repro-repeated repro-mlp params test lint bench venv clean-venv ui-screenshots \
+	docs docs-serve docs-screenshots
 
 venv: $(STAMP)
 
@@ -23,11 +24,11 @@ $(STAMP): pyproject.toml
 # The docstring Examples of the engine (src/projloss) and the pipeline (src/pipeline) run as
 # doctests beside the test suite.
 test: $(STAMP)
-	$(BIN)/python -m ruff check src tests benchmarks
+	$(BIN)/python -m ruff check src tests benchmarks examples docs
 	$(BIN)/python -m pytest -n 2 tests src/projloss src/pipeline --doctest-modules
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check src tests benchmarks
+	$(BIN)/python -m ruff check src tests benchmarks examples docs
 
 # The stages run `python -m pipeline.stage ...`: the venv's python must come first on PATH.
 # The stages fork from one interpreter that has imported the libraries once
@@ -76,3 +77,20 @@ clean-venv:
 ui-screenshots: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'playwright>=1.40'
 	$(BIN)/python -m pipeline.tools.ui_screenshots --out docs/ui
+
+# The documentation site (docs/, examples/) -> site/: Sphinx, offline, warnings as errors
+# (a broken reference, a failing gallery example or a docstring without its numpydoc
+# sections fails it). The gallery's examples run at every build (a few seconds each).
+# tests/docs/test_build.py runs the same build in `make test`.
+DOCS_PORT ?= 8000
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -b html -d site/.doctrees docs site
+
+# Serve site/ on http://127.0.0.1:$(DOCS_PORT)/ (build it first: make docs).
+docs-serve:
+	$(BIN)/python -m http.server $(DOCS_PORT) --bind 127.0.0.1 --directory site
+
+# Retake docs/screenshots/*.png (the home page, the API page of projloss.sets.Birkhoff, a
+# gallery example) from site/ with headless Chromium (apt-get install -y chromium).
+docs-screenshots: docs
+	$(BIN)/python docs/screenshots.py --site site --out docs/screenshots
