@@ -76,7 +76,8 @@ def tune_recorded_task(run: RunConfig) -> tuple[dict[str, Any], list]:
 
 def fit_group_key(run: RunConfig) -> str:
     """What the fits of a run depend on, as a string: the run without how it decodes
-    (the decoder, its parameters and the target loss). Runs with the same key fit the same
+    (the decoder, its parameters, the target loss and the estimator's kind, which follows
+    the decoder). Runs with the same key fit the same
     models (Table 1's cube decoded three ways, the multilabel tables' unit cube decoded
     three ways): a task given them together fits once (:func:`pipeline.runs.sweeps.tune_units`,
     :func:`~pipeline.runs.sweeps.refit_runs`; the estimators' fit memo,
@@ -99,7 +100,9 @@ def fit_group_key(run: RunConfig) -> str:
     >>> fit_group_key(a) == fit_group_key(b), fit_group_key(a) == fit_group_key(c)
     (True, False)
     """
-    fits = dataclasses.replace(run.composition, decoder="", decoder_params={}, target_loss=None)
+    # the kind too: ridge + rounding (decoder=round) fits what set=reals fits
+    comp = run.composition
+    fits = dataclasses.replace(comp, decoder="", decoder_params={}, target_loss=None, kind="")
     return repr(dataclasses.replace(run, composition=fits))
 
 
