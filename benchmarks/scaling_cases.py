@@ -339,9 +339,9 @@ def case_ordinal(params: dict[str, Any]) -> dict[str, Any]:
     _, run = _cfg("ordinal", f"dataset={dataset}", *params.get("overrides", ()))
     cfgs = [run.for_split(s) for s in range(n_splits)]
     for c in cfgs:  # prepare missing splits from the mirror (outside the clock)
-        load_prepared(dataset, c.config, prepare_missing=True)
-        sweep.load(c.config)
-    n_train = int(sweep.load(cfgs[0].config).train[0].shape[0])
+        load_prepared(dataset, c.data, prepare_missing=True)
+        sweep.load(c)
+    n_train = int(sweep.load(cfgs[0]).train[0].shape[0])
     with tempfile.TemporaryDirectory() as tmp:  # warm-up on split 0 (compiled kernels)
         tuned = sweep.tune_task(cfgs[0])
         sweep.refit_task(cfgs[0], tuned, Path(tmp))

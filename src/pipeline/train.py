@@ -58,22 +58,23 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     from .runs.tracking import make_tracker
 
     start = time.perf_counter()
-    plain = to_plain(cfg)
+    plain = to_plain(cfg)  # the composed config: logged as config.yaml, read by nothing else
     plain.pop("experiments", None)
     run_cfg = RunConfig.from_config(plain)  # before any work: keys, values, composition
-    if _use_registry_name(plain):  # a user's override: its runs carry its own name
+    if _use_registry_name(plain, run_cfg):  # a user's override: its runs carry its own name
         run_cfg = RunConfig.from_config(plain)
     comp = run_cfg.composition
     settings = run_cfg.tracking
     if group and not settings.group:
         settings = dataclasses.replace(settings, group=group)
     tracker = make_tracker(settings)  # probes a tracking server
-    data = load_prepared(comp.dataset, plain)
+    data = load_prepared(comp.dataset, run_cfg.data)
     with tracker.parent_run(
         task=comp.task,
-        name=run_name(comp, plain),
+        name=run_name(comp, run_cfg),
         tags={**comp.tags(), "entry_point": "pipeline.train"},
-        params=cell_params(plain, comp),
+        params=cell_params(run_cfg),
+        metrics=run_cfg.metrics,
     ) as run_id:
         tracker.log_dict(plain, "config.yaml")
         tuned = tune.run(run_cfg, data, tracker)
@@ -86,20 +87,18 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     return {**result, "tune": tuned, "refitted": refitted, "run_id": run_id, "composition": comp}
 
 
-def _use_registry_name(plain: dict[str, Any]) -> bool:
+def _use_registry_name(plain: dict[str, Any], run: RunConfig) -> bool:
     """Give ``plain["dataset"]`` the name of the dataset :func:`load_prepared` will load
     when it differs from the composed one: ``dataset=iris`` with a user's ``iris.yaml``
     that says ``override: true`` (:mod:`pipeline.data.registry`) loads ``user-iris``, and
     its MLflow run, tags and params must say so, not the project's ``iris``. The node
-    becomes the user's YAML. True when it changed."""
+    becomes the user's YAML (the composition, done once more on it, reads the dataset from
+    it). True when it changed."""
     from .data.registry import get_spec, load_mapping
-    from .data.settings import data_settings
 
-    node = plain.get("dataset")
-    if not isinstance(node, dict) or not isinstance(node.get("name"), str):
-        return False
-    spec = get_spec(node["name"], data_settings(plain).dataset_dirs)
-    if spec.name == node["name"] or spec.source is None:
+    name = run.composition.dataset
+    spec = get_spec(name, run.data.dataset_dirs)
+    if spec.name == name or spec.source is None:
         return False
     plain["dataset"] = {**load_mapping(spec.source), "name": spec.name}
     return True

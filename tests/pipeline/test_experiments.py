@@ -229,6 +229,7 @@ def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_par
     paper's list that is the grouping of their composed configs (fit_group_key), and the
     runs are composed in that order without changing a config."""
     from pipeline.config.experiments import iter_compose_runs, run_ids
+    from pipeline.config.run import RunConfig
     from pipeline.runs.parallel import fit_group_key, fit_group_order
 
     p = copy.deepcopy(paper_params)
@@ -245,12 +246,13 @@ def test_fit_groups_of_the_overrides_are_those_of_the_composed_configs(paper_par
         assert composed == default  # the same configs in another order
         assert list(default) == run_ids(get_experiment(p, key))  # the default order
         by_key: dict[tuple, set[int]] = {}
-        for rid, cfg in composed.items():
+        keys = {rid: fit_group_key(RunConfig.from_config(cfg)) for rid, cfg in composed.items()}
+        for rid, fits in keys.items():
             dataset, name = rid.split("/", 1) if "/" in rid else (None, rid)
-            by_key.setdefault((dataset, fit_group_key(cfg)), set()).add(group[name])
+            by_key.setdefault((dataset, fits), set()).add(group[name])
         assert all(len(groups) == 1 for groups in by_key.values()), key
         sizes = {g: list(group.values()).count(g) for g in group.values()}
-        n_keys = len({fit_group_key(cfg) for cfg in composed.values()})
+        n_keys = len(set(keys.values()))
         n_data = len(item["datasets"][:2]) if item["datasets"] is not None else 1
         assert len(sizes) * n_data == n_keys, key  # no group split in two either
         shared += sum(size - 1 for size in sizes.values())

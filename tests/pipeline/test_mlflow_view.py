@@ -5,6 +5,7 @@ the logged model (a raw-feature pipeline, registered on request)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -13,10 +14,13 @@ import pytest
 
 from pipeline import train
 from pipeline.config.composition import Composition
+from pipeline.config.run import RunConfig
+from pipeline.config.settings import TrackingSettings
 from pipeline.data import load_prepared
 from pipeline.data.protocol import stacked
 from pipeline.data.readers import load_raw
 from pipeline.data.registry import get_spec
+from pipeline.data.settings import data_settings
 from pipeline.runs import mlflow_view as view
 
 from .conftest import RecordingTracker, run_config
@@ -47,12 +51,17 @@ def test_run_names_lead_with_the_dataset_in_the_papers_notation() -> None:
     poly = _comp(geometry="kl", model="poly", model_params={"degree": 3})
     assert view.run_name(poly) == "iris · birkhoff/birkhoff · kl · poly3"
     rr = Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear", "round")
-    cfg = {"dataset": {"name": "ERA", "n_splits": 30}, "data": {"ordinal_split": 7}}
-    assert view.run_name(rr, cfg) == "ERA · ridge+round · split 7"
-    sweep = {**cfg, "splits": list(range(30))}
+    run = RunConfig(
+        rr, None, ("mae",), ("mae",), True, False, data_settings(ordinal_split=7),
+        TrackingSettings(), indexed_splits=True,
+    )  # fmt: skip
+    assert view.run_name(rr, run) == "ERA · ridge+round · split 7"
+    sweep = dataclasses.replace(run, splits=tuple(range(30)))
     assert view.run_name(rr, sweep) == "ERA · ridge+round · splits 0-29"
     assert view.model_name(ranking) == "iris-cube-cube-euclidean-hamming_ranking"
-    assert view.model_name(rr, cfg) == "ERA-ridge_round-split7"
+    assert view.model_name(rr, run) == "ERA-ridge_round-split7"
+    seeded = dataclasses.replace(run, data=data_settings(seed=3, drop_empty=True))
+    assert view.run_name(rr, seeded) == "ERA · ridge+round · seed 3"  # drop_empty: multilabel
 
 
 def test_structure_flags() -> None:

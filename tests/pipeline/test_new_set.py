@@ -80,10 +80,10 @@ def test_train_runs_a_set_from_its_module_and_conf_file(
     monkeypatch.syspath_prepend(str(SET_MODULES))
     cfg = run_config(prepared, args[:3])
     run_cfg = RunConfig.from_config(cfg)
-    params = cell_params(cfg, run_cfg.composition)  # the MLflow view of the run
+    params = cell_params(run_cfg)  # the MLflow view of the run
     assert (params["set"], params["decoder"], params["model"]) == ("linf_ball", "birkhoff", "poly")
     estimator = make_estimator(run_cfg.composition, alpha=1e-2)
-    X, y = load_prepared("iris", cfg).train
+    X, y = load_prepared("iris", run_cfg.data).train
     estimator.fit(X, y)
     assert type(estimator.projection_set_).__name__ == "LinfBall"
     assert estimator.n_iter_newton_ >= 1

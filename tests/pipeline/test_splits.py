@@ -142,7 +142,7 @@ def test_evaluate_in_workers_writes_and_logs_what_evaluate_in_process_does(
         [(want_dataset, want_tags)] = direct.inputs
         assert dataset.to_dict() == want_dataset.to_dict() and tags == want_tags
         assert list(replayed.models) == list(direct.models) and len(direct.models) == 1
-        X = load_prepared("iris", task[0].config).test[0]
+        X = load_prepared("iris", task[0].data).test[0]
         [name] = direct.models
         np.testing.assert_array_equal(
             replayed.models[name].predict(X), direct.models[name].predict(X)

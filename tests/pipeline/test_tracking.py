@@ -252,6 +252,7 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     from mlflow.tracking import MlflowClient
 
     from pipeline.config.composition import Composition, make_estimator
+    from pipeline.config.run import RunConfig
     from pipeline.data import load_prepared
     from pipeline.runs import mlflow_view as view
     from pipeline.runs.tracking import _requirements, trusted_types
@@ -272,7 +273,7 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
         "hamming",
     )
     estimator = make_estimator(comp, alpha=1.0).fit(*data.train)
-    scaler = view.fitted_scaler(data, cfg)
+    scaler = view.fitted_scaler(data, RunConfig.from_config(cfg))
     model = view.raw_pipeline(estimator, scaler)
     X = view.raw_rows(data.test[0][:5], scaler)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

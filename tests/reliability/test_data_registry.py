@@ -232,7 +232,7 @@ def test_override_names_the_training_run(tmp_path: Path) -> None:
     assert cfg["dataset"]["name"] == "iris"
     out = train.run(cfg)
     assert out["composition"].dataset == "user-iris"
-    assert run_name(out["composition"], cfg).startswith("user-iris")
+    assert run_name(out["composition"]).startswith("user-iris")
 
 
 def _broken_yaml(registry_dir: Path, name: str = "broken", task: str = "label_ranking") -> Path:

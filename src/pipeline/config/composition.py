@@ -32,14 +32,13 @@ import numpy as np
 from ..data.registry import DATASET_TASKS, task_datasets
 from ..errors import CompositionError
 from ..plain import to_plain
+from .settings import TIES, LambdaGrid  # noqa: F401 (importable from here: older imports)
 
 #: the models of the pipeline's baselines (the projection models are the engine's)
 BASELINE_MODELS = ("median",)
 #: the neural models (the engine's :mod:`projloss.estimators.neural`, PyTorch)
 NEURAL_MODELS = ("mlp",)
 BASELINE_DECODERS = ("same", "round")
-#: valid values of ``lambdas.ties`` (:func:`pipeline.config.scoring.best_index`)
-TIES = ("smallest", "largest")
 
 
 @dataclass(frozen=True)
@@ -217,10 +216,6 @@ def validate(cfg: Mapping[str, Any]) -> Composition:
                 f"{'/'.join(_estimator_params(set_name))} (the estimator takes one value), got "
                 f"set.params={set_params} and decoder.params={decoder_params}"
             )
-    if model == "poly":
-        degree = model_params.get("degree")
-        if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
-            raise CompositionError(f"model.degree must be an integer >= 1, got {degree!r}")
     if model in NEURAL_MODELS:
         check_torch(model_params.get("device", "auto"))
     return Composition(
@@ -408,46 +403,6 @@ def _network_kwargs(comp: Composition, alpha: float | None) -> dict[str, Any]:
         "random_state": int(mp.get("seed", 0)),
         "warm_start": False,
     }
-
-
-@dataclass(frozen=True)
-class LambdaGrid:
-    """``lambdas``: the ascending grid ``np.logspace(log10 low, log10 high, num)`` and the
-    tie rule of the choice of lambda (:func:`pipeline.config.scoring.best_index`).
-
-    >>> LambdaGrid.from_config({"low": 1e-2, "high": 1.0, "num": 3}).values
-    [0.01, 0.1, 1.0]
-    """
-
-    low: float
-    high: float
-    num: int
-    ties: str = "smallest"
-
-    @classmethod
-    def from_config(cls, node: Any) -> LambdaGrid:
-        """Validate the ``lambdas`` node (a :class:`CompositionError` names the problem)."""
-        if not isinstance(node, Mapping):
-            raise CompositionError("the config needs lambdas: {low: ..., high: ..., num: ...}")
-        low, high, num = node.get("low"), node.get("high"), node.get("num")
-        ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high))
-        if not ok or not 0 < low <= high:
-            raise CompositionError(
-                f"lambdas.low and .high must satisfy 0 < low <= high, got {node}"
-            )
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-            raise CompositionError(f"lambdas.num must be an integer >= 1, got {num!r}")
-        ties = node.get("ties", "smallest")
-        if ties not in TIES:
-            raise CompositionError(f"lambdas.ties must be one of {list(TIES)}, got {ties!r}")
-        return cls(low=low, high=high, num=num, ties=str(ties))
-
-    @property
-    def values(self) -> list[float]:
-        """The grid, ascending (floats)."""
-        if self.num == 1:
-            return [float(self.low)]
-        return [float(v) for v in np.logspace(np.log10(self.low), np.log10(self.high), self.num)]
 
 
 def lambda_grid(cfg: Mapping[str, Any]) -> np.ndarray:

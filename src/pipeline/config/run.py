@@ -6,7 +6,10 @@ and tie rule), warm start, metrics, data settings and tracking settings. The com
 (``pipeline.train``, the DVC stages) build it with :meth:`RunConfig.from_config`, which
 checks the config's keys and values (:func:`~pipeline.config.settings.check_run_config`)
 and the composition (:func:`~pipeline.config.composition.validate`) once; the stage cores
-(:mod:`pipeline.runs`) take it, never the raw config::
+(:mod:`pipeline.runs`) take it, never the raw config: it keeps no plain config (what is
+logged as ``config.yaml`` and written to the tuning JSON is the command's own composed
+config), and every consumer reads its typed fields (the data settings load the data, the
+MLflow view names the run from them)::
 
     run = RunConfig.from_config(cfg)
     tuned = tune.run(run, data, tracker)
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..data.settings import DataSettings, data_settings
@@ -31,9 +34,9 @@ class RunConfig:
     """One run, checked: see the module docstring.
 
     ``lambdas`` is None for a composition without regularization (the median baseline);
-    ``config`` is the plain run config it was built from (logged as ``config.yaml``, the
-    MLflow parameters, the tuning JSON; the data node of :func:`load_prepared`);
-    ``splits``: the orreview splits of a split sweep (None: one run).
+    ``splits``: the orreview splits of a split sweep (None: one run);
+    ``indexed_splits``: whether the dataset ships indexed train/test splits (orreview:
+    a run names its split, :func:`pipeline.runs.mlflow_view.run_name`).
     """
 
     composition: Composition
@@ -44,15 +47,15 @@ class RunConfig:
     progress: bool
     data: DataSettings
     tracking: TrackingSettings
-    config: dict[str, Any] = field(repr=False, compare=False)
     splits: tuple[int, ...] | None = None
+    indexed_splits: bool = False
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> RunConfig:
         """Check a run config (a composed ``conf/config.yaml``, plain or DictConfig) once
         and type it."""
         plain = to_plain(cfg)
-        check_run_config(plain)  # unknown keys, bad values
+        check_run_config(plain)  # unknown keys, bad values: each setting's one validator
         comp = validate(plain)  # the composition
         metrics, select_by = task_metrics(plain["task"])
         lambdas = LambdaGrid.from_config(plain.get("lambdas")) if comp.has_lambda else None
@@ -66,8 +69,8 @@ class RunConfig:
             progress=bool(plain.get("progress", True)),
             data=data_settings(plain),
             tracking=TrackingSettings.from_config(plain.get("tracking")),
-            config=plain,
             splits=None if splits is None else tuple(int(s) for s in splits),
+            indexed_splits=_indexed_splits(plain.get("dataset")),
         )
 
     @property
@@ -86,8 +89,15 @@ class RunConfig:
 
     def for_split(self, split: int) -> RunConfig:
         """The run of one split of a split sweep (``data.ordinal_split = split``)."""
-        config = {k: v for k, v in self.config.items() if k != "splits"}
-        config["data"] = {**config.get("data", {}), "ordinal_split": int(split)}
         return dataclasses.replace(
-            self, config=config, splits=None, data=self.data.replace(ordinal_split=int(split))
+            self, splits=None, data=self.data.replace(ordinal_split=int(split))
         )
+
+
+def _indexed_splits(dataset: Any) -> bool:
+    """Whether a dataset node (``conf/dataset/<name>.yaml``) ships indexed (orreview)
+    splits: a part path with ``{split}``, or ``n_splits``."""
+    if not isinstance(dataset, Mapping):
+        return False
+    parts = dataset.get("parts") or {}
+    return any("{split" in str(v) for v in parts.values()) or dataset.get("n_splits") is not None

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompositionError
-from .composition import TIES
+from .settings import TIES
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""The settings of a run, validated: the run config's keys (:func:`check_run_config`) and
-tracking (:class:`TrackingSettings`). The data settings (``conf/data/``) are
+"""The settings of a run, validated: the run config's keys (:func:`check_run_config`), the
+lambda grid (:class:`LambdaGrid`), the model's settings and tracking
+(:class:`TrackingSettings`). The data settings (``conf/data/``) are
 :mod:`pipeline.data.settings`' (every module of the data folder takes them); a run
-config's ``data`` node is checked with them.
+config's ``data`` node is checked with them. Each setting has one validator, here (or in
+:mod:`pipeline.data.settings`): :class:`~pipeline.config.run.RunConfig` types what they
+accept, and nothing checks a setting again.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+import numpy as np
 
 # DataSettings and PROTOCOL_DEFAULTS stay importable from here (older imports)
 from ..data.settings import PROTOCOL_DEFAULTS, DataSettings, data_settings  # noqa: F401
@@ -46,6 +51,10 @@ MODEL_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "median": ("name",),
 }  # fmt: skip
+
+
+#: valid values of ``lambdas.ties`` (:func:`pipeline.config.scoring.best_index`)
+TIES = ("smallest", "largest")
 
 
 def _bad(key: str, value: Any, valid: str) -> ConfigError:
@@ -103,30 +112,13 @@ def check_run_config(cfg: Mapping[str, Any]) -> None:
         n = cfg["n_jobs"]
         if isinstance(n, bool) or not isinstance(n, int) or n == 0:
             raise _bad("n_jobs", n, "a non-zero integer (-1: every core, 1: no workers)")
-    _check_lambdas(cfg.get("lambdas") or {})
+    if cfg.get("lambdas") is not None:
+        LambdaGrid.from_config(cfg["lambdas"])
     _check_model(cfg.get("model"))
     if "tracking" in cfg:
         TrackingSettings.from_config(cfg["tracking"])
     if "data" in cfg and isinstance(cfg["data"], Mapping):
         data_settings(cfg["data"])
-
-
-def _check_lambdas(node: Mapping[str, Any]) -> None:
-    for key in ("low", "high"):
-        if key in node and (not _is_number(node[key]) or not node[key] > 0):
-            raise _bad(f"lambdas.{key}", node[key], "a positive number (e.g. 1e-4)")
-    if _is_number(node.get("low")) and _is_number(node.get("high")):
-        if node["low"] > node["high"]:
-            raise ConfigError(
-                f"lambdas.low={node['low']!r} > lambdas.high={node['high']!r}: the grid "
-                "needs 0 < low <= high"
-            )
-    if "num" in node:
-        num = node["num"]
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-            raise _bad("lambdas.num", num, "an integer >= 1 (the number of grid values)")
-    if "ties" in node and node["ties"] not in ("smallest", "largest"):
-        raise _bad("lambdas.ties", node["ties"], "smallest or largest")
 
 
 def _check_model(node: Any) -> None:
@@ -164,6 +156,59 @@ def _check_model(node: Any) -> None:
     for key, (ok, valid) in checks.items():
         if key in node and not ok(node[key]):
             raise _bad(f"model.{key}", node[key], valid)
+
+
+# --------------------------------------------------------------------------- lambdas
+@dataclass(frozen=True)
+class LambdaGrid:
+    """``lambdas``: the ascending grid ``np.logspace(log10 low, log10 high, num)`` and the
+    tie rule of the choice of lambda (:func:`pipeline.config.scoring.best_index`).
+
+    Examples
+    --------
+    >>> LambdaGrid.from_config({"low": 1e-2, "high": 1.0, "num": 3}).values
+    [0.01, 0.1, 1.0]
+    >>> LambdaGrid.from_config({"low": 1e-2, "high": 1.0, "num": 3, "ties": "middle"})
+    Traceback (most recent call last):
+    ...
+    pipeline.errors.ConfigError: lambdas.ties='middle' is invalid: it must be smallest or largest
+    """
+
+    low: float
+    high: float
+    num: int
+    ties: str = "smallest"
+
+    @classmethod
+    def from_config(cls, node: Any) -> LambdaGrid:
+        """Validate the ``lambdas`` node: the one check of the grid's settings (a
+        :class:`ConfigError` names the key, the bad value and what is valid)."""
+        if node is None:
+            raise ConfigError("the config needs lambdas: {low: ..., high: ..., num: ...}")
+        if not isinstance(node, Mapping):
+            keys = ", ".join(GROUP_KEYS["lambdas"])
+            raise _bad("lambdas", node, f"a mapping with the keys {keys}")
+        for key in ("low", "high"):
+            if not _is_number(node.get(key)) or not node[key] > 0:
+                raise _bad(f"lambdas.{key}", node.get(key), "a positive number (e.g. 1e-4)")
+        low, high, num = node["low"], node["high"], node.get("num")
+        if low > high:
+            raise ConfigError(
+                f"lambdas.low={low!r} > lambdas.high={high!r}: the grid needs 0 < low <= high"
+            )
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise _bad("lambdas.num", num, "an integer >= 1 (the number of grid values)")
+        ties = node.get("ties", "smallest")
+        if ties not in TIES:
+            raise _bad("lambdas.ties", ties, " or ".join(TIES))
+        return cls(low=low, high=high, num=num, ties=str(ties))
+
+    @property
+    def values(self) -> list[float]:
+        """The grid, ascending (floats)."""
+        if self.num == 1:
+            return [float(self.low)]
+        return [float(v) for v in np.logspace(np.log10(self.low), np.log10(self.high), self.num)]
 
 
 # --------------------------------------------------------------------------- tracking

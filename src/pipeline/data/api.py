@@ -29,7 +29,7 @@ from .fetch import Opener, fetch_dataset
 from .prepare import prepare, raw_checksums, staleness
 from .protocol import SPLITS, Variant, small_train_warning
 from .registry import DatasetSpec, get_spec
-from .settings import data_settings
+from .settings import DataSettings, data_settings
 from .storage import load_split, load_stats
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class PreparedData:
 
 def load_prepared(
     dataset: str | Mapping[str, Any] | DatasetSpec,
-    cfg: Mapping[str, Any] | None = None,
+    settings: DataSettings | Mapping[str, Any] | None = None,
     *,
     split: int | None = None,
     drop_empty: bool | None = None,
@@ -80,8 +80,10 @@ def load_prepared(
     """Load a prepared dataset, fetching and preprocessing it first when needed.
 
     ``dataset``: a registry name, or a dataset mapping (e.g. Hydra's ``cfg.dataset``).
-    ``cfg``: a stage config or its ``data`` node (default ``conf/data/default.yaml``);
-    the keyword options override it (``split`` is the ordinal split index).
+    ``settings``: the data settings (:class:`~pipeline.data.settings.DataSettings`, as a
+    :class:`~pipeline.config.run.RunConfig` carries them), or a stage config or its
+    ``data`` node to validate into them (default ``conf/data/default.yaml``); the keyword
+    options override them (``split`` is the ordinal split index).
     """
     overrides = {
         k: v
@@ -95,7 +97,7 @@ def load_prepared(
     }
     if split is not None:
         overrides["ordinal_split"] = split
-    settings = data_settings(cfg, **overrides)
+    settings = data_settings(settings, **overrides)
     spec = get_spec(dataset, settings.dataset_dirs)
     variant = Variant.of(spec, settings, split)
     directory = settings.prepared_dir / variant.dirname

@@ -14,30 +14,26 @@ test sample; seed 0 is the shipped split.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from .api import PreparedData
 from .protocol import SPLITS, Variant, apply_protocol
 from .registry import get_spec
-from .settings import PROTOCOL_DEFAULTS, data_settings
+from .settings import PROTOCOL_DEFAULTS, DataSettings
 
 
-def is_reseeded(cfg: Mapping[str, Any]) -> bool:
+def is_reseeded(settings: DataSettings) -> bool:
     """True when the run's data variant differs from the prepared default by its seed
     (an experiment's ``data.seed``): :func:`load_resplit` builds it in memory."""
-    data = cfg.get("data") or {}
-    return data.get("seed", PROTOCOL_DEFAULTS["seed"]) != PROTOCOL_DEFAULTS["seed"]
+    return settings.seed != PROTOCOL_DEFAULTS["seed"]
 
 
-def load_resplit(cfg: Mapping[str, Any]) -> PreparedData:
-    """The prepared data of ``cfg`` (a run config), split and standardized in memory from
-    the raw files (checked against their sha256 sums), nothing written."""
+def load_resplit(dataset: str, settings: DataSettings) -> PreparedData:
+    """The prepared data of ``dataset`` (a registry name) with the data ``settings`` of a
+    run, split and standardized in memory from the raw files (checked against their
+    sha256 sums), nothing written."""
     from .fetch import verify_raw
     from .readers import load_raw
 
-    settings = data_settings(cfg.get("data"))
-    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)  # as splits.load
+    spec = get_spec(dataset, settings.dataset_dirs)  # as splits.load
     variant = Variant.of(spec, settings)
     verify_raw(spec, settings.raw_dir, list(spec.part_files(variant.split).values()))
     raw = load_raw(spec, settings.raw_dir, variant.split)

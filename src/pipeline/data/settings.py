@@ -126,12 +126,17 @@ class DataSettings:
         return cls(**values)
 
 
-def data_settings(cfg: Mapping[str, Any] | None = None, **overrides: Any) -> DataSettings:
+def data_settings(
+    cfg: DataSettings | Mapping[str, Any] | None = None, **overrides: Any
+) -> DataSettings:
     """Data settings from a stage config (its ``data`` node) or the defaults, plus overrides.
 
-    ``cfg`` may be a whole stage config (with a ``data`` key), the ``data`` node itself, or
-    ``None`` (``conf/data/default.yaml``).
+    ``cfg`` may be a whole stage config (with a ``data`` key), the ``data`` node itself,
+    ``None`` (``conf/data/default.yaml``), or settings already validated (returned as they
+    are, or a copy with the overrides: they are not validated again).
     """
+    if isinstance(cfg, DataSettings):
+        return cfg.replace(**overrides) if overrides else cfg
     node: Any = {} if cfg is None else to_plain(cfg)
     if isinstance(node, Mapping) and "data" in node and isinstance(node["data"], Mapping):
         node = node["data"]

@@ -69,12 +69,12 @@ def figure3(root: Path, spec: Mapping[str, Any]) -> Any:
         return None
     import json
 
-    from ..plain import to_plain
+    from ..config.run import RunConfig
 
     refitted = refit_core.load(model_dir)
     tuning = json.loads((Path(root) / "data" / "tuning" / f"{experiment}.json").read_text())
-    cfg = to_plain(tuning["runs"][run]["config"])
-    data = load_prepared(cfg["dataset"]["name"], cfg, prepare_missing=False)
+    typed = RunConfig.from_config(tuning["runs"][run]["config"])  # the run, as the stages
+    data = load_prepared(typed.composition.dataset, typed.data, prepare_missing=False)
     metric = next(iter(refitted.selection))
     model = refitted.model_for(metric)
     i = int(spec.get("sample", 0))
@@ -105,7 +105,7 @@ def figure3(root: Path, spec: Mapping[str, Any]) -> Any:
     ax.set_ylabel("rank")
     fig.colorbar(image, cax=fig.add_axes((0.87, 0.13, 0.03, 0.73)))
     ax.set_title(
-        f"Soft permutation matrix: {cfg['dataset']['name']}, test sample {i}\n"
+        f"Soft permutation matrix: {typed.composition.dataset}, test sample {i}\n"
         "Birkhoff/Birkhoff, Euclidean (red circles: the true ranking)",
         fontsize=9,
     )

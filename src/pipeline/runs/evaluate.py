@@ -125,7 +125,7 @@ def run(
     logged["non_converged_fits"] = float(sum(not c for c in flags))
     tracker.log_metrics(logged)
     tracker.set_tags({"converged": str(all(flags)).lower()})
-    mlflow_view.log_run_page(tracker, run.config, comp, data, tuned)
+    mlflow_view.log_run_page(tracker, run, comp, data, tuned)
     if comp.model == "mlp":  # the networks' per-epoch curves, device and torch version
         names = model_names(refitted, select_by, base="")
         curves = {name: refitted.models[i] for i, name in names.items()}
@@ -167,7 +167,7 @@ def run(
         if tracker.enabled and settings.log_models:
             names = model_names(refitted, select_by, base="")
             models = {name: refitted.models[i] for i, name in names.items()}
-            mlflow_view.log_models(tracker, run.config, comp, data, models)
+            mlflow_view.log_models(tracker, run, comp, data, models)
     result["seconds"] = time.perf_counter() - start
     return result
 

@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config.composition import Composition
+from ..config.composition import Composition, LambdaGrid
+from ..config.run import RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def default_target_loss(comp: Composition) -> str | None:
     return check_composition(comp.task, comp.set, comp.geometry, comp.decoder).target_loss
 
 
-def _parts(comp: Composition, cfg: Mapping[str, Any] | None) -> list[str]:
+def _parts(comp: Composition, run: RunConfig | None) -> list[str]:
     """The composition's parts after the dataset (see :func:`run_name`)."""
     if comp.kind == "median":
         parts = ["median"]
@@ -96,34 +97,30 @@ def _parts(comp: Composition, cfg: Mapping[str, Any] | None) -> list[str]:
         parts.append("mlp")
     if comp.target_loss is not None and comp.target_loss != default_target_loss(comp):
         parts.append(comp.target_loss)
-    parts += _split_parts(cfg)
+    parts += _split_parts(run)
     return parts
 
 
-def _split_parts(cfg: Mapping[str, Any] | None) -> list[str]:
+def _split_parts(run: RunConfig | None) -> list[str]:
     """``seed 3`` / ``split 7`` / ``splits 0-29`` when not the protocol's default."""
-    if not cfg:
+    if run is None:
         return []
-    data = cfg.get("data") or {}
+    data = run.data
     out = []
-    seed = data.get("seed", cfg.get("seed", 0))
-    if seed not in (None, 0):
-        out.append(f"seed {seed}")
-    splits = cfg.get("splits")
-    if splits is not None:
-        out.append(f"splits {_span(splits)}")
-    elif _has_splits(cfg) and data.get("ordinal_split", 0) not in (None, 0):
-        out.append(f"split {data['ordinal_split']}")
-    if data.get("drop_empty") and cfg.get("task", {}).get("name") == "multilabel":
+    if data.seed != 0:
+        out.append(f"seed {data.seed}")
+    if run.splits is not None:
+        out.append(f"splits {_span(run.splits)}")
+    elif run.indexed_splits and data.ordinal_split != 0:
+        out.append(f"split {_split(data.ordinal_split)}")
+    if data.drop_empty and run.composition.task == "multilabel":
         out.append("drop_empty")
     return out
 
 
-def _has_splits(cfg: Mapping[str, Any]) -> bool:
-    """Whether the run's dataset ships indexed (orreview) splits."""
-    dataset = cfg.get("dataset") or {}
-    parts = dataset.get("parts") or {}
-    return any("{split" in str(v) for v in parts.values()) or dataset.get("n_splits") is not None
+def _split(selector: int | str | tuple[int, ...]) -> int | str | list[int]:
+    """A run's ``data.ordinal_split`` as its config wrote it (a list, not a tuple)."""
+    return list(selector) if isinstance(selector, tuple) else selector
 
 
 def _span(splits: Any) -> str:
@@ -135,8 +132,9 @@ def _span(splits: Any) -> str:
     return str(splits)
 
 
-def run_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
-    """The parent run's name: the dataset, then the composition in the paper's notation.
+def run_name(comp: Composition, run: RunConfig | None = None) -> str:
+    """The parent run's name: the dataset, then the composition in the paper's notation,
+    then the run's split seed and split (``run``; none given: the protocol's defaults).
 
     Examples
     --------
@@ -146,54 +144,57 @@ def run_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
     'iris · birkhoff/birkhoff · kl · poly3'
     >>> run_name(Composition("ordinal", "ERA", "none", "none", "median", "median", "median"))
     'ERA · median'
-    >>> run_name(Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear",
-    ...                      "round"), {"data": {"seed": 3}})
+    >>> from pipeline.config.settings import TrackingSettings
+    >>> from pipeline.data.settings import data_settings
+    >>> rr = Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear", "round")
+    >>> run_name(rr, RunConfig(rr, None, ("mae",), ("mae",), True, False,
+    ...                        data_settings(seed=3), TrackingSettings()))
     'ERA · ridge+round · seed 3'
     """
-    return SEP.join([comp.dataset, *_parts(comp, cfg)])
+    return SEP.join([comp.dataset, *_parts(comp, run)])
 
 
-def model_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
+def model_name(comp: Composition, run: RunConfig | None = None) -> str:
     """The logged (and registered) model's name: the run name as an identifier
     (MLflow's logged-model names cannot hold ``/ : . % " '``)."""
-    words = [comp.dataset, *_parts(comp, cfg)]
+    words = [comp.dataset, *_parts(comp, run)]
     text = "-".join(w.replace("/", "-").replace("+", "_").replace(" ", "") for w in words)
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
 
 
-def registered_name(comp: Composition, cfg: Mapping[str, Any] | None = None) -> str:
+def registered_name(comp: Composition, run: RunConfig | None = None) -> str:
     """The Model Registry's name of a composition: ``<task>-<model name>``."""
-    return f"{comp.task}-{model_name(comp, cfg)}"
+    return f"{comp.task}-{model_name(comp, run)}"
 
 
 # --- params --------------------------------------------------------------------------
 
 
-def _lambda_grid(cfg: Mapping[str, Any]) -> str:
-    node = cfg.get("lambdas") or {}
-    low, high, num = node.get("low"), node.get("high"), node.get("num")
-    if num == 1:
-        return f"{low:g}"
-    return f"{low:g}..{high:g} x{num}"
+def _lambda_grid(grid: LambdaGrid) -> str:
+    if grid.num == 1:
+        return f"{grid.low:g}"
+    return f"{grid.low:g}..{grid.high:g} x{grid.num}"
 
 
-def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
+def cell_params(run: RunConfig) -> dict[str, str]:
     """The params of a parent run: the choices that define the cell (at most
     :data:`MAX_PARAMS` with :func:`lambda_params`; the full config is an artifact).
 
     Examples
     --------
-    >>> from pipeline.config.composition import Composition
+    >>> from pipeline.config.composition import Composition, LambdaGrid
+    >>> from pipeline.config.settings import TrackingSettings
+    >>> from pipeline.data.settings import data_settings
     >>> comp = Composition("label_ranking", "iris", "birkhoff", "euclidean", "birkhoff",
     ...                    "linear", "projection", "hamming")
-    >>> cfg = {"lambdas": {"low": 1e-4, "high": 1e4, "num": 10}, "seed": 0,
-    ...        "data": {"seed": 0}, "task": {"name": "label_ranking"}}
-    >>> cell_params(cfg, comp)  # doctest: +NORMALIZE_WHITESPACE
+    >>> run = RunConfig(comp, LambdaGrid(1e-4, 1e4, 10), ("hamming",), ("hamming",), True,
+    ...                 False, data_settings(seed=0), TrackingSettings())
+    >>> cell_params(run)  # doctest: +NORMALIZE_WHITESPACE
     {'task': 'label_ranking', 'dataset': 'iris', 'set': 'birkhoff', 'geometry': 'euclidean',
      'decoder': 'birkhoff', 'model': 'linear', 'target_loss': 'hamming',
      'lambdas': '0.0001..10000 x10', 'seed': '0'}
     """
-    data = cfg.get("data") or {}
+    comp, data = run.composition, run.data
     out: dict[str, Any] = {
         "task": comp.task,
         "dataset": comp.dataset,
@@ -210,15 +211,15 @@ def cell_params(cfg: Mapping[str, Any], comp: Composition) -> dict[str, str]:
         out["device"] = mp.get("device", "auto")
     if comp.target_loss is not None:
         out["target_loss"] = comp.target_loss
-    if comp.has_lambda:
-        out["lambdas"] = _lambda_grid(cfg)
-    out["seed"] = data.get("seed", cfg.get("seed", 0))
-    if cfg.get("splits") is not None:
-        out["split"] = _span(cfg["splits"])
-    elif _has_splits(cfg):
-        out["split"] = data.get("ordinal_split", 0)
+    if run.lambdas is not None:
+        out["lambdas"] = _lambda_grid(run.lambdas)
+    out["seed"] = data.seed
+    if run.splits is not None:
+        out["split"] = _span(run.splits)
+    elif run.indexed_splits:
+        out["split"] = _split(data.ordinal_split)
     if comp.task == "multilabel":
-        out["drop_empty"] = bool(data.get("drop_empty", False))
+        out["drop_empty"] = data.drop_empty
     out.update(_set_run_params(comp))
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in out.items()}
 
@@ -297,16 +298,15 @@ def _source_url(spec: Any, raw_dir: Path) -> str:
     return (raw_dir / spec.name).resolve().as_uri()
 
 
-def dataset_input(data: Any, cfg: Mapping[str, Any]) -> tuple[Any, dict[str, str]]:
+def dataset_input(data: Any, run: RunConfig) -> tuple[Any, dict[str, str]]:
     """The MLflow dataset of a run's prepared data and its input tags: name (the
     prepared variant, e.g. ``iris`` or ``ERA+split3``), digest (:func:`raw_digest`),
     source (:func:`_source_url`), profile (split sizes, features, raw files' sha256);
     the ``mlflow.data.context`` tag gives the split sizes (shown in the runs table)."""
     from ..data.registry import get_spec
-    from ..data.settings import data_settings
 
-    settings = data_settings(cfg.get("data"))
-    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
+    settings = run.data
+    spec = get_spec(run.composition.dataset, settings.dataset_dirs)
     stats = dict(getattr(data, "stats", None) or {})
     raw_files = stats.get("raw_files") or {f.name: f.sha256 or "" for f in spec.files}
     sizes = {s: int(_rows(getattr(data, s)[0])) for s in ("train", "val", "test")}
@@ -374,7 +374,7 @@ def load_fitted_scaler(path: Path) -> Any:
     return scaler
 
 
-def fitted_scaler(data: Any, cfg: Mapping[str, Any]) -> Any:
+def fitted_scaler(data: Any, run: RunConfig) -> Any:
     """The scaler that standardized ``data``: its ``scaler.npz``, or (data split in
     memory, :func:`pipeline.data.resplit.load_resplit`) refitted from the raw files exactly
     as the protocol does."""
@@ -387,10 +387,9 @@ def fitted_scaler(data: Any, cfg: Mapping[str, Any]) -> Any:
     from ..data.protocol import Variant, apply_protocol
     from ..data.readers import load_raw
     from ..data.registry import get_spec
-    from ..data.settings import data_settings
 
-    settings = data_settings(cfg.get("data"))
-    spec = get_spec(cfg["dataset"]["name"], settings.dataset_dirs)
+    settings = run.data
+    spec = get_spec(run.composition.dataset, settings.dataset_dirs)
     variant = Variant.of(spec, settings)
     _, scaler = apply_protocol(load_raw(spec, settings.raw_dir, variant.split), variant)
     return scaler
@@ -565,26 +564,11 @@ def _saved_view(metrics: Sequence[str]) -> str:
     return json.dumps(envelope)
 
 
-def task_metric_names(task: str) -> list[str]:
-    """The metrics of ``conf/task/<task>.yaml`` (empty when there is no such task)."""
-    import yaml
-
-    from ..paths import project_root
-
-    path = project_root() / "conf" / "task" / f"{task}.yaml"
-    try:
-        node = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return []
-    metrics = (node.get("task") or {}).get("metrics") or []
-    return [str(m) for m in metrics]
-
-
-def experiment_tags(task: str, metrics: Sequence[str] | None = None) -> dict[str, str]:
+def experiment_tags(task: str, metrics: Sequence[str]) -> dict[str, str]:
     """Tags of a task's experiment for MLflow 3's UI: the kind (model training, not
-    GenAI), the primary metric (the chart view), a description, the saved runs view
-    (none for an experiment that is not a task's, e.g. ``projloss/report``)."""
-    metrics = list(metrics) if metrics is not None else task_metric_names(task)
+    GenAI), the primary metric (the chart view: the first of the task's ``metrics``,
+    :attr:`pipeline.config.run.RunConfig.metrics`), a description, the saved runs view
+    (none without metrics: an experiment that is not a task's, e.g. ``projloss/report``)."""
     if not metrics:
         return {}
     first = metrics[0]
@@ -604,7 +588,7 @@ def experiment_tags(task: str, metrics: Sequence[str] | None = None) -> dict[str
 
 
 def log_run_page(
-    tracker: Any, cfg: Mapping[str, Any], comp: Composition, data: Any, tuned: Mapping[str, Any]
+    tracker: Any, run: RunConfig, comp: Composition, data: Any, tuned: Mapping[str, Any]
 ) -> None:
     """Log what the run page shows beyond the test metrics: the λ each metric chose
     (params), the validation curve (metric steps over the λ grid) and the dataset input."""
@@ -612,7 +596,7 @@ def log_run_page(
     for step, values in curve_metrics(tuned):
         tracker.log_metrics(values, step=step)
     if tracker.enabled and data is not None:
-        dataset, tags = dataset_input(data, cfg)
+        dataset, tags = dataset_input(data, run)
         tracker.log_input(dataset, tags)
 
 
@@ -672,7 +656,7 @@ def describe_run(
 
 def log_models(
     tracker: Any,
-    cfg: Mapping[str, Any],
+    run: RunConfig,
     comp: Composition,
     data: Any,
     models: Mapping[str, Any],
@@ -680,9 +664,9 @@ def log_models(
     """Log each refitted estimator (``models``: name suffix -> estimator, ``""`` for the
     headline one) as a raw-feature :func:`raw_pipeline` named :func:`model_name` +
     suffix, with a signature and an input example of raw test rows."""
-    scaler = fitted_scaler(data, cfg)
+    scaler = fitted_scaler(data, run)
     example = raw_rows(data.test[0][:5], scaler)
-    base, registered = model_name(comp, cfg), registered_name(comp, cfg)
+    base, registered = model_name(comp, run), registered_name(comp, run)
     for suffix, estimator in models.items():
         tracker.log_model(
             raw_pipeline(estimator, scaler),

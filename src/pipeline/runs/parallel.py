@@ -19,32 +19,33 @@ models file for all the splits of a run, one ``results.json`` per run.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config.run import RunConfig
+from ..data.settings import DataSettings
 
 #: prepared data loaded by this process (a worker keeps them across its tasks)
-_DATA: dict[str, Any] = {}
+_DATA: dict[tuple[str, DataSettings], Any] = {}
 
 
-def load(cfg: Mapping[str, Any]) -> Any:
-    """The prepared data of a run config (``dataset.name`` and ``data``), loaded once per
+def load(run: RunConfig) -> Any:
+    """The prepared data of a run (its dataset and data settings), loaded once per
     process."""
     from ..data.api import load_prepared
 
-    key = json.dumps([cfg["dataset"]["name"], cfg.get("data")], sort_keys=True, default=str)
+    key = (run.composition.dataset, run.data)
     if key not in _DATA:
         try:
-            _DATA[key] = load_prepared(cfg["dataset"]["name"], cfg, prepare_missing=False)
+            _DATA[key] = load_prepared(run.composition.dataset, run.data, prepare_missing=False)
         except FileNotFoundError as exc:
             from ..data.resplit import is_reseeded, load_resplit
             from ..errors import MissingRawDataError
 
-            if is_reseeded(cfg):  # an experiment's own split seed: split in memory
-                _DATA[key] = load_resplit(cfg)
+            if is_reseeded(run.data):  # an experiment's own split seed: split in memory
+                _DATA[key] = load_resplit(run.composition.dataset, run.data)
                 return _DATA[key]
 
             raise MissingRawDataError(
@@ -59,7 +60,7 @@ def tune_task(run: RunConfig) -> dict[str, Any]:
     """Tune one split (no tracking: the stage logs the sweep)."""
     from . import tune as core
 
-    return core.run(run, load(run.config), None)
+    return core.run(run, load(run), None)
 
 
 def tune_recorded_task(run: RunConfig) -> tuple[dict[str, Any], list]:
@@ -69,13 +70,14 @@ def tune_recorded_task(run: RunConfig) -> tuple[dict[str, Any], list]:
     from .tracking import RecordingTracker
 
     recorder = RecordingTracker()
-    tuned = core.run(run, load(run.config), recorder)
+    tuned = core.run(run, load(run), recorder)
     return tuned, recorder.calls
 
 
-def fit_group_key(config: Mapping[str, Any]) -> str:
-    """What the fits of a run config depend on, as a string: the config without how it
-    decodes (``decoder``, ``task.target_loss``). Runs with the same key fit the same
+def fit_group_key(run: RunConfig) -> str:
+    """What the fits of a run depend on, as a string: the run without how it decodes
+    (the decoder, its parameters, the target loss and the estimator's kind, which follows
+    the decoder). Runs with the same key fit the same
     models (Table 1's cube decoded three ways, the multilabel tables' unit cube decoded
     three ways): a task given them together fits once (:func:`pipeline.runs.sweeps.tune_units`,
     :func:`~pipeline.runs.sweeps.refit_runs`; the estimators' fit memo,
@@ -84,16 +86,24 @@ def fit_group_key(config: Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> a = {"set": {"name": "cube"}, "decoder": {"name": "cube"}, "task": {"target_loss": "h"}}
-    >>> b = {"set": {"name": "cube"}, "decoder": {"name": "birkhoff"}, "task": {}}
-    >>> fit_group_key(a) == fit_group_key(b)
-    True
+    >>> import dataclasses
+    >>> from pipeline.config.composition import Composition
+    >>> from pipeline.config.settings import TrackingSettings
+    >>> from pipeline.data.settings import data_settings
+    >>> cube = Composition("label_ranking", "iris", "cube", "euclidean", "cube", "linear",
+    ...                    "projection", "hamming_ranking")
+    >>> a = RunConfig(cube, None, ("hamming",), ("hamming",), True, False, data_settings(),
+    ...               TrackingSettings())
+    >>> b = dataclasses.replace(a, composition=dataclasses.replace(
+    ...     cube, decoder="birkhoff", target_loss="hamming"))
+    >>> c = dataclasses.replace(a, warm_start=False)
+    >>> fit_group_key(a) == fit_group_key(b), fit_group_key(a) == fit_group_key(c)
+    (True, False)
     """
-    plain = {k: v for k, v in config.items() if k != "decoder"}
-    task = dict(plain.get("task") or {})
-    task.pop("target_loss", None)
-    plain["task"] = task
-    return json.dumps(plain, sort_keys=True, default=str)
+    # the kind too: ridge + rounding (decoder=round) fits what set=reals fits
+    comp = run.composition
+    fits = dataclasses.replace(comp, decoder="", decoder_params={}, target_loss=None, kind="")
+    return repr(dataclasses.replace(run, composition=fits))
 
 
 def _decodes(override: str) -> bool:
@@ -133,7 +143,7 @@ def group_by_fit(runs: Mapping[str, RunConfig]) -> list[list[str]]:
     appearance)."""
     groups: dict[str, list[str]] = {}
     for rid, run in runs.items():
-        groups.setdefault(fit_group_key(run.config), []).append(rid)
+        groups.setdefault(fit_group_key(run), []).append(rid)
     return list(groups.values())
 
 
@@ -141,7 +151,7 @@ def refit_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> Non
     """Refit one split on train + validation and save the models to ``directory``."""
     from . import refit as core
 
-    core.save(core.run(run, load(run.config), tuned), directory)
+    core.save(core.run(run, load(run), tuned), directory)
 
 
 def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> dict[str, Any]:
@@ -149,7 +159,7 @@ def evaluate_task(run: RunConfig, tuned: Mapping[str, Any], directory: Path) -> 
     from . import evaluate as core
     from . import refit as refit_core
 
-    result = core.run(run, load(run.config), tuned, refit_core.load(directory), None)
+    result = core.run(run, load(run), tuned, refit_core.load(directory), None)
     result.pop("seconds", None)
     return result
 

@@ -183,10 +183,11 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
             )
             with tracker.parent_run(
                 task=comp.task,
-                name=run_name(comp, cfg),
+                name=run_name(comp, run),
                 tags=_run_tags(comp, key, rid),
-                params=cell_params(cfg, comp),
+                params=cell_params(run),
                 done="SCHEDULED",  # evaluate resumes it: FINISHED only with its test metrics
+                metrics=run.metrics,
             ) as run_id:
                 tracker.log_dict(cfg, "config.yaml")
                 shape.log_tuned(per_split, tracker)
@@ -280,9 +281,10 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
         start = time.perf_counter()
         with tracker.parent_run(
             task=comp.task,
-            name=run_name(comp, run.config),
+            name=run_name(comp, run),
             tags=_run_tags(comp, key, rid),
             run_id=entry.get("run_id"),
+            metrics=run.metrics,
         ):
             per_split = next(pending)
             start -= sum(r.get("seconds", 0.0) for r, _ in per_split.values())  # the workers'

@@ -272,7 +272,7 @@ def refit_runs(members: Sequence[tuple[RunConfig, Mapping[str, Any], Path]]) -> 
             for split in shape.splits(run):
                 unit = shape.unit(run, split)
                 refitted[split] = refit.run(
-                    unit, parallel.load(unit.config), shape.unit_tuning(tuning, split)
+                    unit, parallel.load(unit), shape.unit_tuning(tuning, split)
                 )
             shape.save(refitted, directory)
 
@@ -300,7 +300,7 @@ def evaluate_run(
         recorder = RecordingTracker(settings) if shape.record else None
         result = evaluate.run(
             unit,
-            parallel.load(unit.config),
+            parallel.load(unit),
             shape.unit_tuning(tuning, split),
             models[split],
             recorder,

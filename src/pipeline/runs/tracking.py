@@ -336,11 +336,14 @@ class Tracker:
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         done: str = "FINISHED",
+        metrics: Sequence[str] = (),
     ) -> Iterator[str | None]:
         """Start (or resume, given ``run_id``) the parent run of a composition; end it
         ``done`` on success (``SCHEDULED``: to be resumed by a later stage, as the tune
         stage's runs are by evaluate: never FINISHED without test metrics), KILLED with its
-        child runs on SIGINT / SIGTERM, FAILED on an error."""
+        child runs on SIGINT / SIGTERM, FAILED on an error. ``metrics``: the run's task
+        metrics (:attr:`pipeline.config.run.RunConfig.metrics`), the view of a new
+        experiment (:func:`pipeline.runs.mlflow_view.experiment_tags`)."""
         yield None
 
     def child_run(
@@ -414,7 +417,7 @@ class Tracker:
         url = run_url(self.uri, self.experiment_id(task), run_id) if self.enabled else None
         return f"run {run_id}" + (f" {url}" if url else "")
 
-    def experiment_id(self, task: str) -> str:
+    def experiment_id(self, task: str, metrics: Sequence[str] = ()) -> str:
         """The id of the task's MLflow experiment (none without tracking)."""
         return ""
 
@@ -562,22 +565,23 @@ class MLflowTracker(Tracker):
         self._experiment_entities: dict[str, Any] = {}
         self._model_tags: dict[str, str] | None = None
 
-    def experiment_id(self, task: str) -> str:
-        """The id of ``<prefix>/<task>``, created (once, race-free) when missing."""
+    def experiment_id(self, task: str, metrics: Sequence[str] = ()) -> str:
+        """The id of ``<prefix>/<task>``, created (once, race-free) when missing, its view
+        made of the task's ``metrics``."""
         name = f"{self.settings.experiment_prefix}/{task}"
         if name not in self._experiments:
             self._experiments[name] = get_or_create_experiment(
                 self.client, name, artifact_location(self.uri, self.settings.artifacts)
             )
-            self._tag_experiment(self._experiments[name], task)
+            self._tag_experiment(self._experiments[name], task, metrics)
         return self._experiments[name]
 
-    def _tag_experiment(self, exp_id: str, task: str) -> None:
+    def _tag_experiment(self, exp_id: str, task: str, metrics: Sequence[str]) -> None:
         """The tags of :func:`pipeline.runs.mlflow_view.experiment_tags` (model-training view,
         primary metric, description, saved runs view), set once: a user's edits stay."""
         from .mlflow_view import experiment_tags
 
-        tags = experiment_tags(task)
+        tags = experiment_tags(task, metrics)
         if not tags:
             return
         have = self.client.get_experiment(exp_id).tags
@@ -600,12 +604,13 @@ class MLflowTracker(Tracker):
         params: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         done: str = "FINISHED",
+        metrics: Sequence[str] = (),
     ) -> Iterator[str | None]:
         from ..lifecycle import critical
 
         try:
             with critical():
-                run = self._start(task, name, tags, params, run_id)
+                run = self._start(task, name, tags, params, run_id, metrics)
         except Exception as exc:
             if not _is_store_error(exc):
                 raise
@@ -636,9 +641,10 @@ class MLflowTracker(Tracker):
         tags: Mapping[str, str] | None,
         params: Mapping[str, Any] | None,
         run_id: str | None,
+        metrics: Sequence[str] = (),
     ) -> Any:
         mlflow = self._mlflow
-        exp_id = self.experiment_id(task)
+        exp_id = self.experiment_id(task, metrics)
         run = None
         if run_id is not None:  # resumed (MLflow reads the run: no lookup of ours first)
             try:

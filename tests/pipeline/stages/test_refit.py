@@ -67,7 +67,7 @@ def test_runs_decoding_differently_are_refitted_once_each_as_alone(
         for d in ("unit_cube", "knapsack")
     ]
     assert len(parallel.group_by_fit({str(i): run for i, run in enumerate(runs)})) == 1
-    data = load_prepared("emotions", runs[0].config)
+    data = load_prepared("emotions", runs[0].data)
     tuned = [tune.run(run, data) for run in runs]
     for i, (run, t) in enumerate(zip(runs, tuned, strict=True)):
         parallel.refit_task(run, t, tmp_path / f"alone{i}")

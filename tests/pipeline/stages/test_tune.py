@@ -131,7 +131,7 @@ def test_runs_decoding_differently_are_tuned_once_each_as_alone(prepared, fit_me
         ["decoder=knapsack", "decoder.params.upper=auto_round"],
     )
     runs = [RunConfig.from_config(run_config(prepared, [*base, *d])) for d in decoders]
-    keys = {parallel.fit_group_key(run.config) for run in runs}
+    keys = {parallel.fit_group_key(run) for run in runs}
     assert len(keys) == 1
     alone = [parallel.tune_recorded_task(run) for run in runs]
     grouped = sweeps.tune_units([(run, True) for run in runs])
