@@ -37,7 +37,7 @@ def calibrated_vertices(
 
     Parameters
     ----------
-    u : array-like of shape (..., *event_shape)
+    u : array-like of shape (..., ``*event_shape``)
         Points in the space of the encoded labels, e.g. the projections
         :math:`P_C^\Psi(\theta)` of model outputs, batched over leading axes.
     target_loss : str or TargetLoss
@@ -50,7 +50,7 @@ def calibrated_vertices(
 
     Returns
     -------
-    vertices : ndarray of shape (..., *event_shape)
+    vertices : ndarray of shape (..., ``*event_shape``)
         The maximizing vertices of :math:`D`, i.e. the encoded outputs
         :math:`\psi(\hat y_L(u))`, float64.
 
@@ -80,7 +80,7 @@ def calibrated_decode(
 
     Parameters
     ----------
-    u : array-like of shape (..., *event_shape)
+    u : array-like of shape (..., ``*event_shape``)
         Points in the space of the encoded labels, e.g. the projections
         :math:`P_C^\Psi(\theta)` of model outputs, batched over leading axes.
     target_loss : str or TargetLoss
@@ -93,7 +93,7 @@ def calibrated_decode(
 
     Returns
     -------
-    yhat : ndarray of shape (..., *structure_shape)
+    yhat : ndarray of shape (..., ``*structure_shape``)
         The decoded outputs (e.g. class indices, rankings, 0/1 vectors).
 
     Raises
@@ -125,7 +125,7 @@ def decode_scores(
 
     Parameters
     ----------
-    theta : array-like of shape (..., *event_shape)
+    theta : array-like of shape (..., ``*event_shape``)
         Model outputs :math:`\theta`, batched over leading axes.
     projection_set : str or ConvexSet
         The projection set :math:`C` (a registry name or an instance).
@@ -141,7 +141,7 @@ def decode_scores(
 
     Returns
     -------
-    yhat : ndarray of shape (..., *structure_shape)
+    yhat : ndarray of shape (..., ``*structure_shape``)
         The decoded outputs.
 
     Raises

@@ -31,7 +31,7 @@ def psi(u: NDArray[np.float64], geometry: str, ndim_event: int = 1) -> NDArray[n
 
     Parameters
     ----------
-    u : ndarray of shape (..., *event_shape)
+    u : ndarray of shape (..., ``*event_shape``)
         Points (nonnegative for the KL geometry).
     geometry : {"euclidean", "kl"}
         The generating function :math:`\Psi` (case-insensitive).
@@ -96,9 +96,9 @@ def bregman(
 
     Parameters
     ----------
-    u : ndarray of shape (..., *event_shape)
+    u : ndarray of shape (..., ``*event_shape``)
         Primal points (nonnegative for the KL geometry).
-    theta : ndarray of shape (..., *event_shape)
+    theta : ndarray of shape (..., ``*event_shape``)
         Dual points (scores), broadcast against ``u``.
     geometry : {"euclidean", "kl"}
         The generating function :math:`\Psi` (case-insensitive).
@@ -138,9 +138,9 @@ def divergence(
 
     Parameters
     ----------
-    a : ndarray of shape (..., *event_shape)
+    a : ndarray of shape (..., ``*event_shape``)
         First primal points (nonnegative for the KL geometry).
-    b : ndarray of shape (..., *event_shape)
+    b : ndarray of shape (..., ``*event_shape``)
         Second primal points, broadcast against ``a``.
     geometry : {"euclidean", "kl"}
         The generating function :math:`\Psi` (case-insensitive).

@@ -72,11 +72,11 @@ def loss_from_projection(
 
     Parameters
     ----------
-    theta : ndarray of shape (..., *event_shape)
+    theta : ndarray of shape (..., ``*event_shape``)
         Model outputs :math:`\theta`, float64.
-    u : ndarray of shape (..., *event_shape)
+    u : ndarray of shape (..., ``*event_shape``)
         Their projections :math:`P_C^\Psi(\theta)` onto the set.
-    phi : ndarray of shape (..., *event_shape)
+    phi : ndarray of shape (..., ``*event_shape``)
         Encoded labels :math:`\varphi(y)` (non-negative for the KL geometry).
     geometry : {"euclidean", "kl"}
         The geometry :math:`\Psi` the projection was computed with.
@@ -194,12 +194,12 @@ class ProjectionLoss:
 
         Parameters
         ----------
-        theta : array-like of shape (..., *event_shape)
+        theta : array-like of shape (..., ``*event_shape``)
             Model outputs :math:`\theta`, batched over leading axes.
 
         Returns
         -------
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             The projections onto the set, float64.
 
         Raises
@@ -217,9 +217,9 @@ class ProjectionLoss:
 
         Parameters
         ----------
-        theta : array-like of shape (..., *event_shape)
+        theta : array-like of shape (..., ``*event_shape``)
             Model outputs :math:`\theta`, batched over leading axes.
-        phi : array-like of shape (..., *event_shape)
+        phi : array-like of shape (..., ``*event_shape``)
             Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
 
         Returns
@@ -251,18 +251,18 @@ class ProjectionLoss:
 
         Parameters
         ----------
-        theta : array-like of shape (..., *event_shape)
+        theta : array-like of shape (..., ``*event_shape``)
             Model outputs :math:`\theta`, batched over leading axes.
-        phi : array-like of shape (..., *event_shape)
+        phi : array-like of shape (..., ``*event_shape``)
             Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
 
         Returns
         -------
         values : ndarray of shape (...)
             The loss for each leading index, as :meth:`value`.
-        grad : ndarray of shape (..., *event_shape)
+        grad : ndarray of shape (..., ``*event_shape``)
             Its gradient with respect to ``theta``, :math:`u - \varphi(y)`.
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             The projections :math:`P_C^\Psi(\theta)`.
 
         Raises
@@ -286,7 +286,7 @@ class ProjectionLoss:
 
         Parameters
         ----------
-        theta : array-like of shape (..., *event_shape)
+        theta : array-like of shape (..., ``*event_shape``)
             Model outputs :math:`\theta`, batched over leading axes.
 
         Returns
@@ -319,9 +319,9 @@ class ProjectionLoss:
 
         Parameters
         ----------
-        theta : array-like of shape (..., *event_shape)
+        theta : array-like of shape (..., ``*event_shape``)
             Model outputs :math:`\theta`, batched over leading axes.
-        phi : array-like of shape (..., *event_shape)
+        phi : array-like of shape (..., ``*event_shape``)
             Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
 
         Returns
@@ -363,9 +363,9 @@ def projection_loss(
 
     Parameters
     ----------
-    theta : array-like of shape (..., *event_shape)
+    theta : array-like of shape (..., ``*event_shape``)
         Model outputs :math:`\theta`, batched over leading axes.
-    phi : array-like of shape (..., *event_shape)
+    phi : array-like of shape (..., ``*event_shape``)
         Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
     projection_set : str or ConvexSet
         The set :math:`C` (a registry name or an instance).
@@ -406,9 +406,9 @@ def projection_loss_and_grad(
 
     Parameters
     ----------
-    theta : array-like of shape (..., *event_shape)
+    theta : array-like of shape (..., ``*event_shape``)
         Model outputs :math:`\theta`, batched over leading axes.
-    phi : array-like of shape (..., *event_shape)
+    phi : array-like of shape (..., ``*event_shape``)
         Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
     projection_set : str or ConvexSet
         The set :math:`C` (a registry name or an instance).
@@ -421,7 +421,7 @@ def projection_loss_and_grad(
     -------
     values : ndarray of shape (...)
         The loss for each leading index, float64.
-    grad : ndarray of shape (..., *event_shape)
+    grad : ndarray of shape (..., ``*event_shape``)
         Its gradient with respect to ``theta``.
 
     Raises
@@ -448,9 +448,9 @@ def compositional_loss(
 
     Parameters
     ----------
-    theta : array-like of shape (..., *event_shape)
+    theta : array-like of shape (..., ``*event_shape``)
         Model outputs :math:`\theta`, batched over leading axes.
-    phi : array-like of shape (..., *event_shape)
+    phi : array-like of shape (..., ``*event_shape``)
         Encoded labels :math:`\varphi(y)`, same shape as ``theta``.
     projection_set : str or ConvexSet
         The set :math:`C` (a registry name or an instance).

@@ -101,13 +101,13 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             Points in the space of the encoded labels :math:`\varphi(y)` (e.g. the
             expectation :math:`\mathbb{E}[\varphi(Y)]`), batched over leading axes.
 
         Returns
         -------
-        Vu : ndarray of shape (..., *event_shape)
+        Vu : ndarray of shape (..., ``*event_shape``)
             The linear map applied to each point, in the space of the output encodings
             :math:`\psi(\hat y)`.
         """
@@ -117,7 +117,7 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             The points :math:`Vu` is computed for (only their shape may matter).
 
         Returns
@@ -133,7 +133,7 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        phi_y : ndarray of shape (..., *event_shape)
+        phi_y : ndarray of shape (..., ``*event_shape``)
             Encoded ground truths :math:`\varphi(y)` (see :meth:`phi`).
 
         Returns
@@ -147,13 +147,13 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        u : array-like of shape (..., *event_shape)
+        u : array-like of shape (..., ``*event_shape``)
             Points in the space of the encoded labels (e.g. projections of model outputs
             onto the projection set), batched over leading axes.
 
         Returns
         -------
-        scores : ndarray of shape (..., *event_shape)
+        scores : ndarray of shape (..., ``*event_shape``)
             :math:`-Vu - b`, float64, in the space of the output encodings.
         """
         u = np.asarray(u, dtype=np.float64)
@@ -166,9 +166,9 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        psi_yhat : array-like of shape (..., *event_shape)
+        psi_yhat : array-like of shape (..., ``*event_shape``)
             Encoded outputs :math:`\psi(\hat y)` (see :meth:`psi`).
-        phi_y : array-like of shape (..., *event_shape)
+        phi_y : array-like of shape (..., ``*event_shape``)
             Encoded ground truths :math:`\varphi(y)` (see :meth:`phi`).
 
         Returns
@@ -190,9 +190,9 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        psi_yhat : array-like of shape (..., *event_shape)
+        psi_yhat : array-like of shape (..., ``*event_shape``)
             Encoded outputs :math:`\psi(\hat y)` (see :meth:`psi`).
-        u : array-like of shape (..., *event_shape)
+        u : array-like of shape (..., ``*event_shape``)
             Points in the space of the encoded labels, e.g. :math:`\mathbb{E}[\varphi(Y)]`.
 
         Returns
@@ -209,13 +209,13 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        yhat : array-like of shape (..., *structure_shape)
+        yhat : array-like of shape (..., ``*structure_shape``)
             Output structures (see the module docstring for each loss's structures),
             batched over leading axes.
 
         Returns
         -------
-        psi : ndarray of shape (..., *event_shape)
+        psi : ndarray of shape (..., ``*event_shape``)
             The encoded outputs, float64.
         """
 
@@ -226,12 +226,12 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        y : array-like of shape (..., *structure_shape)
+        y : array-like of shape (..., ``*structure_shape``)
             Ground-truth structures, batched over leading axes.
 
         Returns
         -------
-        phi : ndarray of shape (..., *event_shape)
+        phi : ndarray of shape (..., ``*event_shape``)
             The encoded ground truths, float64.
         """
         return self.psi(y)
@@ -243,9 +243,9 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        yhat : array-like of shape (..., *structure_shape)
+        yhat : array-like of shape (..., ``*structure_shape``)
             Output structures.
-        y : array-like of shape (..., *structure_shape)
+        y : array-like of shape (..., ``*structure_shape``)
             Ground-truth structures, broadcastable against ``yhat``.
 
         Returns
@@ -259,9 +259,9 @@ class TargetLoss(ParamsMixin, ABC):
 
         Parameters
         ----------
-        yhat : array-like of shape (..., *structure_shape)
+        yhat : array-like of shape (..., ``*structure_shape``)
             Output structures.
-        y : array-like of shape (..., *structure_shape)
+        y : array-like of shape (..., ``*structure_shape``)
             Ground-truth structures, broadcastable against ``yhat``.
 
         Returns
@@ -335,7 +335,7 @@ class HammingLoss(TargetLoss):
 
         Parameters
         ----------
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             The points :math:`Vu` is computed for (unused: the offset is constant).
 
         Returns
@@ -635,7 +635,7 @@ class AbsoluteLoss(TargetLoss):
 
         Parameters
         ----------
-        u : ndarray of shape (..., *event_shape)
+        u : ndarray of shape (..., ``*event_shape``)
             The points :math:`Vu` is computed for (unused: the offset is constant).
 
         Returns

@@ -268,7 +268,7 @@ class ProjectionEstimatorBase(BaseEstimator):
 
         Returns
         -------
-        theta : ndarray of shape (n_samples, *event_shape_)
+        theta : ndarray of shape (n_samples, ``*event_shape_``)
             The model outputs, float64 (``(n_samples, k, k)`` for the permutation-matrix
             encoding).
 
@@ -296,7 +296,7 @@ class ProjectionEstimatorBase(BaseEstimator):
 
         Returns
         -------
-        u : ndarray of shape (n_samples, *event_shape_)
+        u : ndarray of shape (n_samples, ``*event_shape_``)
             The projections onto ``projection_set_``, float64.
 
         Raises

@@ -431,7 +431,7 @@ class _NeuralMixin:
 
         Returns
         -------
-        theta : ndarray of shape (n_samples, *event_shape_)
+        theta : ndarray of shape (n_samples, ``*event_shape_``)
             The network's outputs, the input of the projection.
 
         Raises

@@ -66,30 +66,30 @@ SETS: dict[str, type[ConvexSet]] = {
 }
 
 
-def register_set(cls: type[ConvexSet], name: str | None = None) -> type[ConvexSet]:
-    """Register the set class ``cls`` under ``name`` (default: its ``name`` attribute) in
-    :data:`SETS`; returns ``cls`` (usable as a class decorator). Registering the same class
+def register_set(set_class: type[ConvexSet], name: str | None = None) -> type[ConvexSet]:
+    """Register the set class ``set_class`` under ``name`` (default: its ``name`` attribute) in
+    :data:`SETS`; returns ``set_class`` (usable as a class decorator). Registering the same class
     again is a no-op; another class under a taken name is an error.
 
     Parameters
     ----------
-    cls : type
+    set_class : type
         The set class, a subclass of :class:`ConvexSet`.
     name : str or None, default=None
-        The registry name; ``None``: ``cls.name``. Must equal ``cls.name`` (the name is
+        The registry name; ``None``: ``set_class.name``. Must equal ``set_class.name`` (the name is
         also the set's identity in :func:`get_set`, the configs and the task validation).
 
     Returns
     -------
     type
-        ``cls`` itself, registered.
+        ``set_class`` itself, registered.
 
     Raises
     ------
     TypeError
-        If ``cls`` is not a subclass of :class:`ConvexSet`.
+        If ``set_class`` is not a subclass of :class:`ConvexSet`.
     ValueError
-        If the name is empty or not a string, differs from ``cls.name``, or is taken by
+        If the name is empty or not a string, differs from ``set_class.name``, or is taken by
         another class.
 
     Examples
@@ -100,20 +100,22 @@ def register_set(cls: type[ConvexSet], name: str | None = None) -> type[ConvexSe
     True
     >>> del SETS["my_box"]
     """
-    if not (isinstance(cls, type) and issubclass(cls, ConvexSet)):
-        raise TypeError(f"a set must be a subclass of ConvexSet, got {cls!r}")
-    key = cls.name if name is None else name
+    if not (isinstance(set_class, type) and issubclass(set_class, ConvexSet)):
+        raise TypeError(f"a set must be a subclass of ConvexSet, got {set_class!r}")
+    key = set_class.name if name is None else name
     if not isinstance(key, str) or not key:
         raise ValueError(f"a set needs a non-empty name, got {key!r}")
-    if key != cls.name:
-        raise ValueError(f"the set {cls.__qualname__} is named {cls.name!r}, not {key!r}")
+    if key != set_class.name:
+        raise ValueError(
+            f"the set {set_class.__qualname__} is named {set_class.name!r}, not {key!r}"
+        )
     known = SETS.get(key)
-    if known is not None and known is not cls:
+    if known is not None and known is not set_class:
         raise ValueError(
             f"the set name {key!r} is taken by {known.__module__}.{known.__qualname__}"
         )
-    SETS[key] = cls
-    return cls
+    SETS[key] = set_class
+    return set_class
 
 
 def get_set(name: str, **params: Any) -> ConvexSet:

@@ -466,7 +466,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        ndarray of shape (..., *event_shape(k)), dtype float64
+        ndarray of shape (..., ``*event_shape(k)``), dtype float64
             The encoded structures, vertices of the set.
         """
 
@@ -496,7 +496,7 @@ class ConvexSet(ParamsMixin, ABC):
 
         Returns
         -------
-        ndarray of shape (n_vertices, *event_shape(k)), dtype float64
+        ndarray of shape (n_vertices, ``*event_shape(k)``), dtype float64
             Every vertex once (exponentially many for some sets: small ``k`` only).
         """
 

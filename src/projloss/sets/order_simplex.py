@@ -257,7 +257,7 @@ class OrderSimplex(ConvexSet):
 
         Returns
         -------
-        ndarray of shape (*y.shape, k - 1), dtype float64
+        ndarray of shape (``*y.shape``, k - 1), dtype float64
             The all-threshold encodings: ``y - 1`` ones, then zeros.
 
         Raises

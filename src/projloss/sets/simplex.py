@@ -553,7 +553,7 @@ class Simplex(ConvexSet):
 
         Returns
         -------
-        ndarray of shape (*y.shape, k), dtype float64
+        ndarray of shape (``*y.shape``, k), dtype float64
             The one-hot vectors.
 
         Raises

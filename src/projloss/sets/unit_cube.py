@@ -177,7 +177,7 @@ class UnitCube(ConvexSet):
 
         Returns
         -------
-        ndarray of shape (2**p, *event_shape(k)), dtype float64
+        ndarray of shape (``2**p``, ``*event_shape(k)``), dtype float64
             The vertices, in lexicographic order of their flattened entries.
         """
         p = k * k if self.matrix else k

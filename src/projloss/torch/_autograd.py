@@ -429,7 +429,7 @@ class ProjectionLossFunction(torch.autograd.Function):
 
         Parameters
         ----------
-        theta : torch.Tensor of shape (..., *event_shape)
+        theta : torch.Tensor of shape (..., ``*event_shape``)
             Scores, float32 or float64.
         phi : torch.Tensor of shape theta.shape
             Encoded targets, on ``theta``'s device and in its dtype.

@@ -101,7 +101,7 @@ def encode(
 
     Returns
     -------
-    torch.Tensor of shape (..., *event_shape)
+    torch.Tensor of shape (..., ``*event_shape``)
         :math:`\varphi(y)`, in ``dtype`` on ``device``.
 
     Raises
