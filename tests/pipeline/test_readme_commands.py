@@ -49,6 +49,12 @@ TESTED: dict[str, tuple[str, ...]] = {
     # The two commands: `make` recipes (dry run) and what they run
     "make repro": (HERE + "test_make_targets", DVC),
     "make test": (HERE + "test_make_targets",),  # and CI runs it (.ci/run)
+    # the documentation site: the recipe (dry run) and the build it runs (in make test)
+    "make docs": (
+        HERE + "test_make_targets",
+        "tests/docs/test_build.py::test_the_site_builds_with_warnings_as_errors",
+    ),
+    "make docs-serve": (HERE + "test_make_targets",),
     ".venv/bin/dvc metrics show": (VIEWS + "test_dvc_metrics_show_fits_a_screen",),
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db": (HERE + "test_mlflow_ui",),
     # Reproducing the paper
@@ -396,6 +402,9 @@ def test_make_targets() -> None:
     repeated = recipe("repro-repeated", "REPEATS=3")
     assert "python -m pipeline.params experiments=paper-repeated" in repeated
     assert ".venv/bin/python -m pipeline.report.repeated report --repeats 3" in repeated
+    docs = recipe("docs")  # the build tests/docs/test_build.py runs, into site/
+    assert ".venv/bin/python -m sphinx -W --keep-going -b html -d site/.doctrees docs site" in docs
+    assert "http.server 8000 --bind 127.0.0.1 --directory site" in recipe("docs-serve")
     mlp = recipe("repro-mlp")  # the MLP list's stages only (not the report stage), then its
     assert "python -m pipeline.params experiments=mlp" in mlp  # report; params.yaml restored
     assert "dvc repro evaluate@lr-mlp evaluate@ml-mlp evaluate@ml-tmc2007_500-mlp" in " ".join(
