@@ -8,11 +8,11 @@ what DVC tracks is what runs::
     python -m pipeline.stage preprocess         # params: datasets, data.* -> data/prepared/
     python -m pipeline.stage tune t1-iris       # -> data/tuning/t1-iris.json
     python -m pipeline.stage refit t1-iris      # -> models/t1-iris/<run>/
-    python -m pipeline.stage evaluate t1-iris   # -> metrics/t1-iris.json, data/eval/t1-iris/
-    python -m pipeline.stage collect t1-iris    # -> <report.dir>/inputs/t1-iris.json
+    python -m pipeline.stage evaluate t1-iris   # -> metrics/t1-iris.json, data/eval/t1-iris/,
+                                                #    <report.dir>/inputs/t1-iris.json
 
 The command only: the stages are in :mod:`pipeline.runs` (``data_stages``, ``stages``: a
-plain run is a sweep of one, ``manifest``). Errors are one line and exit status 1; a stage
+plain run is a sweep of one). Errors are one line and exit status 1; a stage
 gets SIGTERM when its parent (``dvc``) dies (:mod:`pipeline.lifecycle`).
 """
 
@@ -28,11 +28,11 @@ from typing import Any
 
 log = logging.getLogger("pipeline.stage")
 
-STAGES = ("fetch", "preprocess", "tune", "refit", "evaluate", "collect")
-EXPERIMENT_STAGES = ("tune", "refit", "evaluate", "collect")
+STAGES = ("fetch", "preprocess", "tune", "refit", "evaluate")
+EXPERIMENT_STAGES = ("tune", "refit", "evaluate")
 #: the stages that run in their own process while the preload server is still importing
 #: (they need little of what it imports; the others wait for it)
-LIGHT_STAGES = ("fetch", "preprocess", "collect")
+LIGHT_STAGES = ("fetch", "preprocess")
 
 
 def stage_data(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,21 +77,12 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
     return core(params, key)
 
 
-def collect(params: Mapping[str, Any], key: str) -> Path:
-    """The manifest of ``key``'s results for the report (:mod:`pipeline.runs.manifest`)."""
-    from .runs.manifest import collect as core
-
-    return core(params, key)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.stage", description="Run one DVC stage from params.yaml."
     )
     parser.add_argument("stage", choices=STAGES)
-    parser.add_argument(
-        "experiment", nargs="?", help="experiment key (tune/refit/evaluate/collect)"
-    )
+    parser.add_argument("experiment", nargs="?", help="experiment key (tune/refit/evaluate)")
     parser.add_argument("--params", type=Path, default=None, help="default: <root>/params.yaml")
     if argv is None:  # the command line: in a child of the preload server if there is one
         from .preload import delegate
@@ -141,7 +132,7 @@ def _run_stage(args: argparse.Namespace) -> None:
     elif args.stage == "preprocess":
         preprocess(params)
     else:
-        stage = {"tune": tune, "refit": refit, "evaluate": evaluate, "collect": collect}[args.stage]
+        stage = {"tune": tune, "refit": refit, "evaluate": evaluate}[args.stage]
         stage(params, args.experiment)
 
 

@@ -1,7 +1,9 @@
 """``dvc repro`` on a tiny experiment list in a temporary copy of the repository.
 
 One test (the steps depend on each other, and DVC runs are the slow part): the first
-``dvc repro`` runs all five stages, the second does nothing; ``dvc push`` to the default
+``dvc repro`` runs all five stages, writing outputs that are a function of the code and
+the data (no MLflow run id, no time: a forced re-run leaves ``git status`` clean, the
+lock included), the second does nothing; ``dvc push`` to the default
 remote, then a fresh clone's ``dvc pull`` restores every output (``dvc status`` clean,
 ``dvc repro`` does nothing); a change of one experiment's params re-runs only that
 experiment's stages; the guide's (dvc.md) ``dvc exp run -S key=value`` (DVC's Hydra composition of
@@ -25,6 +27,7 @@ import yaml
 
 from docs_pages import page
 from pipeline.params import compose_params
+from pipeline.runs import index
 
 from .conftest import ROOT
 from .test_dvc_views import stale_stages
@@ -42,6 +45,10 @@ COPY = [
     "src",
     "reports",
 ]
+
+
+#: an MLflow run id
+RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -149,12 +156,12 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     first = done.stdout
     experiments = ("smoke-cube", "smoke-birkhoff")
     stages = {"fetch", "preprocess", "report"} | {
-        f"{s}@{e}" for s in ("tune", "refit", "evaluate", "collect") for e in experiments
+        f"{s}@{e}" for s in ("tune", "refit", "evaluate") for e in experiments
     }
     assert _ran(first) == stages
     out = done.stdout + done.stderr
     ends = [x for x in out.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(ends) == 2 + 4 * 2, out  # fetch, preprocess; tune, refit, evaluate, collect x 2
+    assert len(ends) == 2 + 3 * 2, out  # fetch, preprocess; tune, refit, evaluate x 2
     forked = [x.endswith("(in the preload server's fork)") for x in ends]
     assert all(forked[2:]), ends
     notes = [x for x in out.splitlines() if x.startswith("note:")]
@@ -165,7 +172,7 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     assert (repo / "data/raw/iris/iris.txt").is_file()
     assert (repo / "data/prepared/iris/stats.json").is_file()
     for key, run in (("smoke-cube", "cube-cube"), ("smoke-birkhoff", "birkhoff-birkhoff")):
-        tuning = json.loads((repo / f"data/tuning/{key}.json").read_text())
+        tuning = index.read_json(repo / f"data/tuning/{key}.json", repo)  # with the run ids
         assert next(iter(tuning["runs"])) == run
         assert (repo / f"models/{key}/{run}/refit.json").is_file()
         assert (repo / f"data/eval/{key}/{run}/predictions.npz").is_file()
@@ -180,7 +187,7 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
         assert parent.data.tags["group"] == key and parent.info.status == "FINISHED"
     assert (repo / "mlartifacts").is_dir()
     # the runs fitted in worker processes: files and MLflow runs as for one run
-    tuning = json.loads((repo / "data/tuning/smoke-birkhoff.json").read_text())
+    tuning = index.read_json(repo / "data/tuning/smoke-birkhoff.json", repo)
     assert list(tuning["runs"]) == ["birkhoff-birkhoff", "reals-birkhoff"]
     for run in tuning["runs"]:
         assert (repo / f"models/smoke-birkhoff/{run}/refit.json").is_file()
@@ -199,21 +206,36 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     assert (report / "runs.csv").read_text().startswith("mlflow_run_id,mlflow_run_name,")
     assert (report / "plots/validation/smoke-birkhoff.csv").is_file()
     assert (repo / "reports/table1.csv").read_bytes() == (ROOT / "reports/table1.csv").read_bytes()
+    # what differs per run is in the uncommitted index (and MLflow), not in the outputs
+    # DVC tracks nor the files git does: no run id, no time
+    tracked = [*(repo / "data").rglob("*.json"), *(repo / "models").rglob("*.json")]
+    tracked += [*(repo / "metrics").glob("*.json"), *report.rglob("*.*")]
+    tracked = [p for p in tracked if "runs" not in p.relative_to(repo).parts[:2]]
+    assert len(tracked) > 20
+    for path in tracked:
+        if path.suffix in (".json", ".csv", ".md") and path.name != "runs.csv":
+            text = path.read_text(encoding="utf-8")
+            assert not RUN_ID.search(text) and "seconds" not in text, path
+    assert RUN_ID.search((repo / "data/runs/data/tuning/smoke-cube.json").read_text())
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "results"], repo, env)
 
     # 1b. plain dvc repro (each stage in its own process) writes the same metrics
     key = "smoke-birkhoff"  # two runs: worker processes forked from the stage
     preloaded = json.loads((repo / "metrics" / f"{key}.json").read_text())
     done = _run([*dvc, "repro", "-f", "--downstream", f"tune@{key}"], repo, env)
-    assert _ran(done.stdout) == {f"{s}@{key}" for s in ("tune", "refit", "evaluate", "collect")} | {
-        "report"
-    }
+    assert _ran(done.stdout) == {f"{s}@{key}" for s in ("tune", "refit", "evaluate")} | {"report"}
     ends = [x for x in done.stdout.splitlines() if x.startswith("stage ") and " done in " in x]
-    assert len(ends) == 4 and all(x.endswith("(imports included)") for x in ends), ends
+    assert len(ends) == 3 and all(x.endswith("(imports included)") for x in ends), ends
     plain = json.loads((repo / "metrics" / f"{key}.json").read_text())
     assert plain.keys() == preloaded.keys() and len(plain) == 2
     for run, result in plain.items():
         for metric, value in result["test"].items():
             assert preloaded[run]["test"][metric] == pytest.approx(value, rel=1e-12)
+    # the outputs are a function of the code and the data: the re-run (new MLflow runs,
+    # other times) leaves dvc.lock and every committed file as they were
+    changed = _run(["git", "status", "--porcelain"], repo, env).stdout
+    assert changed == "", changed
 
     # 2. nothing changed: nothing runs
     second = _run([*dvc, "repro"], repo, env).stdout
@@ -231,8 +253,6 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     # 2c. a fresh clone (no data, models or caches): dvc.lock matches the committed code
     # and params (what tests/pipeline/test_dvc_views.py::test_dvc_lock_is_fresh checks);
     # `dvc pull` restores every output: `dvc status` is clean, `dvc repro` runs nothing
-    _run(["git", "add", "-A"], repo, env)
-    _run(["git", "commit", "-qm", "results"], repo, env)
     clone = repo.parent / "clone"
     _run(["git", "clone", "-q", str(repo), str(clone)], repo.parent, env)
     assert not (clone / "data/prepared").exists()
@@ -256,9 +276,7 @@ def test_dvc_repro(repo: Path, mirror: Path, short_tmp: Path) -> None:
     assert "experiments.smoke-cube" in diff
     preload = [sys.executable, "-m", "pipeline.preload", *dvc]  # make repro's launcher
     third = _run([*preload, "repro"], repo, preload_env).stdout
-    assert _ran(third) == {f"{s}@smoke-cube" for s in ("tune", "refit", "evaluate", "collect")} | {
-        "report"
-    }
+    assert _ran(third) == {f"{s}@smoke-cube" for s in ("tune", "refit", "evaluate")} | {"report"}
     tuning = json.loads((repo / "data/tuning/smoke-cube.json").read_text())
     assert len(tuning["runs"]["cube-cube"]["tune"]["lambdas"]) == 3
 

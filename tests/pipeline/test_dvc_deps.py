@@ -33,7 +33,6 @@ STAGES: dict[str, tuple[str, str | None]] = {
     "tune": ("pipeline.stage", "tune"),
     "refit": ("pipeline.stage", "refit"),
     "evaluate": ("pipeline.stage", "evaluate"),
-    "collect": ("pipeline.stage", "collect"),
     "report": ("pipeline.report.__main__", None),
 }
 #: the functions every ``pipeline.stage`` command passes through

@@ -64,7 +64,6 @@ def _committed_results(root: Path) -> None:
                     continue
                 entry = values[(row["experiment"], row["run"])]
                 entry["headline"][row["metric"]] = float(row["ours"])
-                entry["run_id"] = row["mlflow_run_id"]
                 entry["n_test"] = n = int(row["n_test"]) if row["n_test"] else None
                 noise = float(row["noise"]) if row["noise"] else None
                 if noise and n and row["metric"] == "hamming":  # 400 / (k^2 n_test)

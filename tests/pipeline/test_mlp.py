@@ -19,6 +19,7 @@ from pipeline.config.composition import make_estimator, validate
 from pipeline.data.api import load_prepared
 from pipeline.errors import CompositionError, ConfigError
 from pipeline.params import compose_params
+from pipeline.runs import index
 
 from .conftest import run_config
 
@@ -205,7 +206,7 @@ def test_dvc_stages_with_the_mlp(tmp_path, mirror, monkeypatch) -> None:
     dvc = str(Path(sys.executable).parent / "dvc")
     _run([dvc, "repro", "evaluate@smoke-mlp"], repo, env)
     key = "smoke-mlp"
-    tuning = json.loads((repo / f"data/tuning/{key}.json").read_text())
+    tuning = index.read_json(repo / f"data/tuning/{key}.json", repo)  # with the run ids
     metrics = json.loads((repo / f"metrics/{key}.json").read_text())
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
     assert list(tuning["runs"]) == ["birkhoff-birkhoff", "reals-birkhoff"]

@@ -400,7 +400,10 @@ def test_make_targets() -> None:
     assert ".venv/bin/python -m ruff check src tests benchmarks" in test
     assert ".venv/bin/python -m pytest -n 2 tests" in test
     repeated = recipe("repro-repeated", "REPEATS=3")
-    assert "python -m pipeline.params experiments=paper-repeated" in repeated
+    # the paper's experiments (seed 0) under the paper's params.yaml, then the seeds
+    first, then = repeated.split("python -m pipeline.params experiments=paper-repeated")
+    assert "targets --repeats 3 --only paper" in first
+    assert "targets --repeats 3 --only seeds" in then
     assert ".venv/bin/python -m pipeline.report.repeated report --repeats 3" in repeated
     docs = recipe("docs")  # the build tests/docs/test_build.py runs, into site/
     assert ".venv/bin/python -m sphinx -W --keep-going -b html -d site/.doctrees docs site" in docs

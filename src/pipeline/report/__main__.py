@@ -81,7 +81,7 @@ def _destination(root: Path, out: Path | None) -> tuple[Path, list[str] | None]:
 
 def stale_inputs(out: Path, experiments: Sequence[str]) -> list[str]:
     """The manifests in the report directory ``out``'s ``inputs/`` (the report stage's
-    dependency: one per experiment of the list, written by ``collect@<key>``,
+    dependency: one per experiment of the list, written by ``evaluate@<key>``,
     :mod:`pipeline.runs.manifest`) of experiments that ``experiments`` does not name: left
     by an experiment since removed from the list. The report does not read them, but the
     stage depends on the whole folder."""

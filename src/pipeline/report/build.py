@@ -10,8 +10,9 @@ stage's outputs; see :mod:`pipeline.report.results`), fills every table of
 - the DVC views (:mod:`pipeline.report.views`): ``summary/<table>.json`` (``dvc metrics``),
   ``plots/tables/<table>.csv`` and ``plots/validation/<experiment>.csv`` (``dvc plots``);
 - ``runs.csv`` (:mod:`pipeline.report.runs`): one row per MLflow run the tables cite (run
-  name, status, composition, chosen lambdas, test metrics), so that the run ids of the
-  tables mean something in a clone without the MLflow store;
+  id and name, status, composition, chosen lambdas, test metrics), the map from a table
+  cell (its experiment and run) to its MLflow run; not committed, not a DVC output (the
+  run ids differ on every run; the tables do not);
 - ``README.md``: the paper's findings checked on our tables, the protocol choices, the
   F1 averages and the birds comparison, every cell that differs by more than its noise
   with its explanation, and an index of the files.
@@ -358,9 +359,10 @@ def render_readme(
     lines += [
         "- [Dataset statistics, the paper's Table 5](dataset_stats.md) (written by the "
         "preprocess stage)",
-        "- [runs.csv](runs.csv): the MLflow runs the tables cite, one row each (run name, "
-        "MLflow experiment, status, composition, target loss, chosen lambdas, test "
-        "metrics): join a table's `mlflow_run_id` to it when the MLflow store is not here",
+        "- `runs.csv` (beside the tables, not committed: run ids differ on every run): the "
+        "MLflow runs the tables cite, one row each (run id and name, MLflow experiment, "
+        "status, composition, target loss, chosen lambdas, test metrics): join a table's "
+        "`experiment` and `run` to it",
     ]
     if figure_files:
         lines += ["", "## Figures", ""]

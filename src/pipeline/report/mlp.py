@@ -84,7 +84,6 @@ class Comparison:
     spec: TableSpec
     linear: dict[tuple[str, str], float]
     mlp: dict[tuple[str, str], float | None]
-    run_ids: dict[tuple[str, str], str | None]
 
     @property
     def rows(self) -> list[Any]:
@@ -119,15 +118,13 @@ def compare(root: Path, key: str, spec: TableSpec, results: Results) -> Comparis
     linear = linear_values(root / "reports", key)
     ms = mlp_spec(spec)
     mlp: dict[tuple[str, str], float | None] = {}
-    run_ids: dict[tuple[str, str], str | None] = {}
     for row in ms.rows:
         for col in ms.columns:
             res = None
             if row.dataset is not None:
                 res = results.get(ms.experiment_of(row), ms.run_of(row, col))
             mlp[(row.label, col.id)] = None if res is None else res.value(spec.metric)
-            run_ids[(row.label, col.id)] = None if res is None else res.run_id
-    return Comparison(spec, linear, mlp, run_ids)
+    return Comparison(spec, linear, mlp)
 
 
 def findings(comps: Mapping[str, Comparison]) -> list[dict[str, Any]]:
@@ -206,7 +203,7 @@ def to_csv(comp: Comparison) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["table", "row", "dataset", "column", "metric", "linear", "mlp", "diff",
-                "experiment", "run", "mlflow_run_id"])  # fmt: skip
+                "experiment", "run"])  # fmt: skip
     ms = mlp_spec(comp.spec)
     for row in ms.rows:
         for col in ms.columns:
@@ -218,7 +215,6 @@ def to_csv(comp: Comparison) -> str:
                 "" if diff is None else repr(diff),
                 ms.experiment_of(row) if row.dataset else "",
                 ms.run_of(row, col) if row.dataset else "",  # a row with no offline data
-                comp.run_ids.get((row.label, col.id)) or "",
             ])  # fmt: skip
     return buf.getvalue()
 

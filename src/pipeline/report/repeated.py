@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m pipeline.report.repeated")
     parser.add_argument("command", choices=("targets", "report"))
     parser.add_argument("--repeats", type=int, default=REPEATS, help="splits per dataset")
+    parser.add_argument(
+        "--only", choices=("paper", "seeds"), help="targets: the paper's experiments, or the seeds"
+    )
     parser.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     parser.add_argument(
         "--from-splits",
@@ -28,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if args.command == "targets":
-        print(" ".join(targets(args.repeats)))
+        print(" ".join(targets(args.repeats, only=args.only)))
         return
     from ..lifecycle import command
     from .repeated_report import cli_report

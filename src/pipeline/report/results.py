@@ -2,19 +2,22 @@
 
 Each run of an experiment leaves ``data/eval/<experiment>/<run>/results.json``: the test
 scores under every lambda selection, the chosen lambdas, the validation curves, the test
-size, and the MLflow run id (``run_id``) that every report cell cites. Split sweeps
-(``splits: all``) leave one file per run with every split and the mean and std.
+size. Split sweeps (``splits: all``) leave one file per run with every split and the mean
+and std. The MLflow run id of each run (``run_id``: what ``runs.csv`` maps a report cell
+to) is not in the file -- it differs on every run, the file must not -- but in the
+uncommitted index beside it (:mod:`pipeline.runs.index`): ``None`` where the index has
+none (a clone restored by ``dvc pull``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..paths import EVAL_DIR
+from ..runs.index import read_json
 
 RESULTS = "results.json"
 
@@ -86,7 +89,7 @@ class Results:
         path = self.root / EVAL_DIR / experiment / run / RESULTS
         if not path.is_file():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, self.root)  # with the index's run id, when it has it
         n_test = data.get("n_test")
         y_shape = tuple(data.get("y_shape") or ())
         if data.get("splits"):

@@ -1,9 +1,14 @@
 """``runs.csv`` beside the report: the MLflow runs its tables cite, readable without MLflow.
 
-Every cell of the report's CSV files names its MLflow run (``mlflow_run_id``); the store
-(``mlflow.db``) is not in git, so in a fresh clone those ids point nowhere. ``runs.csv``
-(written by the report stage with the tables, committed with them) is one row per run
-the tables cite, with what the store said about it when the report was built:
+Every cell of the report's CSV files names the DVC experiment and run its number comes
+from (``experiment``, ``run``: ``data/eval/<experiment>/<run>/``), not an MLflow run id:
+the committed files are a function of the code and the data, and a run id is new on
+every run. ``runs.csv`` maps them to the MLflow runs that produced them: written by the
+report stage beside the tables from the uncommitted index of the run ids
+(:mod:`pipeline.runs.index`), git-ignored and not a DVC output (it differs on every run;
+a clone restored by ``dvc pull`` has no run ids: its ``mlflow_run_id`` column is empty).
+One row per run the tables cite, with what the store said about it when the report was
+built:
 
 - ``mlflow_run_id``, ``mlflow_run_name``, ``mlflow_experiment``, ``status`` (from the
   tracking store of ``params.yaml`` when it is there; empty otherwise);
@@ -14,7 +19,7 @@ the tables cite, with what the store said about it when the report was built:
 - ``lambda.<metric>`` (the chosen lambda) and ``test.<metric>`` (the test value, lambda
   chosen by that metric) for every metric of the cited runs.
 
-Join it to a table's CSV on ``mlflow_run_id`` (or ``experiment`` and ``run``).
+Join it to a table's CSV on ``experiment`` and ``run``.
 
 Examples:
     >>> rows = [{"mlflow_run_id": "ab12", "run": "iris/t1-cube-cube", "test.hamming": 27.8}]

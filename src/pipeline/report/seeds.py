@@ -58,10 +58,20 @@ def seed_keys(experiments: Mapping[str, Any], repeats: int) -> dict[str, dict[in
     return {b: dict(sorted(s.items())) for b, s in sorted(out.items())}
 
 
-def targets(repeats: int = REPEATS, experiments: Mapping[str, Any] | None = None) -> list[str]:
+def targets(
+    repeats: int = REPEATS, experiments: Mapping[str, Any] | None = None, only: str | None = None
+) -> list[str]:
     """The DVC stages ``make repro-repeated`` reproduces: evaluate@<key> of every seed
-    below ``repeats`` and of the split sweeps (dvc repro runs their upstream stages)."""
+    below ``repeats`` and of the split sweeps (dvc repro runs their upstream stages).
+    ``only="paper"``: those of the paper's own experiments (seed 0, the sweeps), which
+    ``make repro-repeated`` runs under the paper's params.yaml (their stages write their
+    manifest to the paper's report directory: run under the repeated list, which has its
+    own, they would run again); ``only="seeds"``: the others (seeds >= 1)."""
     experiments = repeated_experiments() if experiments is None else experiments
-    keys = [k for seeds in seed_keys(experiments, repeats).values() for k in seeds.values()]
-    keys += [k for k in SWEEPS if k in experiments]
-    return [f"evaluate@{k}" for k in keys]
+    keys = [
+        (k, s == 0) for seeds in seed_keys(experiments, repeats).values() for s, k in seeds.items()
+    ]
+    keys += [(k, True) for k in SWEEPS if k in experiments]
+    if only not in (None, "paper", "seeds"):
+        raise ValueError(f"only={only!r}: None, 'paper' or 'seeds'")
+    return [f"evaluate@{k}" for k, paper in keys if only is None or paper == (only == "paper")]

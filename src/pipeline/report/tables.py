@@ -294,13 +294,14 @@ CSV_FIELDS = [
     "n_test",
     "experiment",
     "run",
-    "mlflow_run_id",
 ]
 
 
 def to_csv(table: Table) -> str:
     """One line per cell (and per summary value): ours, the paper's, the difference, the
-    noise, the status, and where the number comes from (experiment, run, MLflow run)."""
+    noise, the status, and where the number comes from (experiment, run: ``runs.csv``
+    maps them to the MLflow run, which is not here: the file is a function of the code and
+    the data, a run id is new on every run)."""
     spec = table.spec
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
@@ -332,7 +333,6 @@ def to_csv(table: Table) -> str:
                     "n_test": res.n_test if res else "",
                     "experiment": spec.experiment_of(row) if row.dataset else "",
                     "run": spec.run_of(row, col) if row.dataset else "",
-                    "mlflow_run_id": (res.run_id or "") if res else "",
                 }
             )
     for key, values in table.summary.items():

@@ -33,8 +33,9 @@ import numpy as np
 from ..config.composition import Composition
 from ..config.run import RunConfig
 from ..config.scoring import run_metrics, score
-from ..fileio import atomic_path, make_dir, write_json
+from ..fileio import atomic_path, make_dir
 from . import mlflow_view
+from .index import write_json  # run id and times: in the index, not the output
 from .refit import Refitted
 from .tracking import Tracker
 

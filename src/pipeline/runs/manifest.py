@@ -9,13 +9,18 @@ whole) also covers another list's outputs, e.g. the seeds of ``make repro-repeat
 that running that list changes the report's lock entry and a clone restored by ``dvc
 pull`` (the paper's outputs only) sees the report as changed. DVC cannot take a list of
 dependencies from ``params.yaml`` (DVC 3: ``deps: ${list}`` fails the schema check of
-``dvc.yaml``; ``- ${list}`` "cannot interpolate data of type 'list'"), so the per-item
-stage ``collect@<key>`` (``python -m pipeline.stage collect <key>``) depends on the
-experiment's outputs and writes :func:`manifest` -- a SHA-256 digest of each of them -- to
-``<report.dir>/inputs/<key>.json`` (:func:`manifest_path`); the report stage depends on
+``dvc.yaml``; ``- ${list}`` "cannot interpolate data of type 'list'"), so the evaluate
+stage ``evaluate@<key>``, the last of the experiment's stages, ends by writing
+:func:`manifest` -- a SHA-256 digest of each of them -- to
+``<report.dir>/inputs/<key>.json`` (:func:`manifest_path`, :func:`write`; an output of
+that stage in ``dvc.yaml``: no stage, no process of its own); the report stage depends on
 ``<report.dir>/inputs/``: one file per experiment of its list, changed exactly when that
-experiment's outputs change. Each list has its own report directory, so another list's
-manifests never land there.
+experiment's outputs change. Each list has its own report directory (``paper-repeated``
+too: its seeds' manifests never land in the paper's ``reports/inputs/``).
+
+The outputs are a function of the code and the data (no MLflow run id, no timing:
+:mod:`pipeline.runs.index`), so the manifests are too: a ``dvc repro`` on a fresh clone
+writes the committed lock's hashes.
 """
 
 from __future__ import annotations
@@ -86,14 +91,13 @@ def manifest_path(params: Mapping[str, Any], key: str) -> Path:
     return resolve((params.get("report") or {}).get("dir", "reports")) / INPUTS / f"{key}.json"
 
 
-def collect(params: Mapping[str, Any], key: str) -> Path:
-    """Write the manifest of experiment ``key`` of params.yaml (the stage
-    ``collect@<key>``)."""
-    from ..config.experiments import get_experiment
+def write(params: Mapping[str, Any], key: str, root: Path | None = None) -> Path:
+    """Write the manifest of experiment ``key`` of params.yaml to its list's report
+    directory (the last step of ``evaluate@<key>``); ``root``: the project (default: the
+    project root)."""
     from ..fileio import write_text
     from ..paths import project_root
 
-    get_experiment(params, key)  # a key of the list
     path = manifest_path(params, key)
-    write_text(path, json.dumps(manifest(project_root(), key), indent=2) + "\n")
+    write_text(path, json.dumps(manifest(root or project_root(), key), indent=2) + "\n")
     return path

@@ -13,7 +13,6 @@ seconds in each stage that reads or writes them, 160 do not).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from typing import Any
 
 from ..config.composition import make_estimator
 from ..config.run import RunConfig
-from ..fileio import atomic_path, write_json
+from ..fileio import atomic_path
+from .index import read_json, split, write_json
 from .tune import convergence_warning, fit_quietly
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def load(directory: Path) -> Refitted:
     import joblib
 
     directory = Path(directory)
-    index = json.loads((directory / INDEX).read_text(encoding="utf-8"))
+    index = read_json(directory / INDEX)  # the fit times too, from the index
     models, lambdas, fits = {}, {}, {}
     for key, entry in index["models"].items():
         i = int(key)
@@ -135,8 +135,9 @@ def save_splits(per_split: Mapping[int, Refitted], directory: Path) -> list[Path
     directory = Path(directory)
     path = directory / SPLITS_FILE
     with atomic_path(path) as tmp:  # plain containers: loadable with projloss alone
-        packed = {
+        packed = {  # the fits without their times: the file is a function of code and data
             int(s): {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}  # no copies
+            | {"fits": {i: split(fit)[0] for i, fit in r.fits.items()}}
             for s, r in per_split.items()
         }
         joblib.dump(packed, tmp)

@@ -122,9 +122,9 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
     """Tune every run of experiment ``key``; write ``data/tuning/<key>.json``."""
     from ..config.experiments import get_experiment, iter_compose_runs, run_ids
     from ..config.run import RunConfig
-    from ..fileio import write_json
     from . import parallel, sweeps
     from .data_stages import stage_data
+    from .index import write_json  # the run ids and times: in the index, not the output
     from .mlflow_view import cell_params, run_name
 
     stage_data(params)  # the data directories dvc.yaml declares
@@ -201,14 +201,14 @@ def tune(params: Mapping[str, Any], key: str) -> Path:
 
 
 def _tuning(key: str) -> dict[str, Any]:
-    import json
-
+    """The tuning JSON of ``key`` with its run ids and times (:mod:`pipeline.runs.index`)."""
     from ..errors import DatasetError
+    from .index import read_json
 
     path = _out(TUNING_DIR / f"{key}.json")
     if not path.is_file():
         raise DatasetError(f"no {path}: run the tune stage first (dvc repro tune@{key})")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path)
 
 
 def _typed(tuning: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,10 +242,12 @@ def refit(params: Mapping[str, Any], key: str) -> Path:
 
 def evaluate(params: Mapping[str, Any], key: str) -> Path:
     """Evaluate every run of ``key`` on test, log to its MLflow run; write
-    ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``."""
+    ``metrics/<key>.json`` (DVC metrics) and ``data/eval/<key>/<run>/``, then the manifest
+    of the experiment's results that the report stage depends on
+    (``<report.dir>/inputs/<key>.json``, :mod:`pipeline.runs.manifest`)."""
     from ..fileio import write_json
     from . import evaluate as core
-    from . import parallel, sweeps
+    from . import manifest, parallel, sweeps
     from .mlflow_view import run_name
 
     tuning = _tuning(key)
@@ -301,4 +303,5 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
             metrics[rid]["test_std"] = result["std"]
     path = _out(METRICS_DIR / f"{key}.json")
     write_json(path, metrics)
+    manifest.write(params, key)
     return path

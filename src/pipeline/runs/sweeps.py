@@ -193,7 +193,7 @@ class Splits(Shape):
         predictions or figures per split: thirty of each)."""
         import numpy as np
 
-        from ..fileio import write_json
+        from .index import write_json  # the run id: in the index, not the output
         from .mlflow_view import lambda_params
 
         results = {  # a split's time is not a result (the same on every run)

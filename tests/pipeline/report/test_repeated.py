@@ -54,6 +54,14 @@ def test_paper_repeated_list(repeated_params: dict) -> None:
         "evaluate@lr", "evaluate@lr-seed1", "evaluate@ml", "evaluate@ml-seed1",
         "evaluate@ml-tmc2007_500", "evaluate@ml-tmc2007_500-seed1", "evaluate@ord-splits",
     ]  # fmt: skip
+    # seed 0 and the sweeps are the paper's own experiments: run under the paper's list
+    assert repeated.targets(2, exps, only="paper") == [
+        "evaluate@lr", "evaluate@ml", "evaluate@ml-tmc2007_500", "evaluate@ord-splits",
+    ]  # fmt: skip
+    assert repeated.targets(2, exps, only="seeds") == [
+        "evaluate@lr-seed1", "evaluate@ml-seed1", "evaluate@ml-tmc2007_500-seed1",
+    ]  # fmt: skip
+    assert repeated.targets(1, exps, only="seeds") == []
     # not part of the default `make repro` (params.yaml of conf/config.yaml)
     default = yaml.safe_load(compose_params([]))["experiments"]
     assert not [k for k in default if "-seed" in k]

@@ -1,5 +1,6 @@
 """``runs.csv`` beside the report: the MLflow runs the tables cite, readable without the
-store (issue 13, Build 3). Real MLflow runs in a temporary SQLite store."""
+store (issue 13, Build 3), from the uncommitted index of run ids (the tracked results and
+the tables have none: issue 34). Real MLflow runs in a temporary SQLite store."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.report.build import build_report
+from pipeline.runs import index
 
 RUNS = {  # run -> (composition, set, decoder, test hamming, chosen lambda)
     "iris/t1-cube-cube": ("cube->cube", "cube", "cube", 27.78, 1e-4),
@@ -21,7 +23,8 @@ RUNS = {  # run -> (composition, set, decoder, test hamming, chosen lambda)
 def _results(root: Path, uri: str) -> dict[str, str]:
     """Tracked results of three runs of the paper's experiment ``lr`` (Table 1 cells),
     two of them with a FINISHED run in the store ``uri``, the third with an id the store
-    does not know. Returns run -> MLflow run id."""
+    does not know, written as the stages write them (the run ids in the index under
+    ``root``, not in the files). Returns run -> MLflow run id."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(uri)
@@ -42,12 +45,11 @@ def _results(root: Path, uri: str) -> dict[str, str]:
                    "headline": {"hamming": value}, "lambda": {"hamming": lam},
                    "composition": composition, "n_test": 30, "y_shape": [3]}  # fmt: skip
         path = root / "data/eval/lr" / run / "results.json"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(results), encoding="utf-8")
+        index.write_json(path, results, root)
+        assert "run_id" not in json.loads(path.read_text(encoding="utf-8"))
         task = {"name": "label_ranking", "target_loss": "hamming_ranking"}
         tuning["runs"][run] = {"config": {"task": task}, "run_id": ids[run]}
-    (root / "data/tuning").mkdir(parents=True)
-    (root / "data/tuning/lr.json").write_text(json.dumps(tuning), encoding="utf-8")
+    index.write_json(root / "data/tuning/lr.json", tuning, root)
     return ids
 
 
@@ -78,10 +80,14 @@ def test_runs_table_names_every_cited_run(tmp_path: Path) -> None:
     assert iris["mlflow_run_name"] == "cube->cube @ iris"
     assert iris["mlflow_experiment"] == "projloss/label_ranking" and iris["status"] == "FINISHED"
     assert rows["wine/t1-birkhoff-birkhoff"]["status"] == "not in store"
-    # every run id a table cites is a row of runs.csv (the join of the README)
-    cited = {r["mlflow_run_id"] for r in _read(out / "table1.csv") if r["mlflow_run_id"]}
+    # a table names no run id (a function of code and data); its cells join runs.csv on
+    # experiment and run (the join of the README), which gives each cell its run id
+    table = _read(out / "table1.csv")
+    assert "mlflow_run_id" not in table[0]
+    by_cell = {(r["experiment"], r["run"]): r["mlflow_run_id"] for r in rows.values()}
+    cited = {by_cell[(r["experiment"], r["run"])] for r in table if r["ours"] and r["run"]}
     assert cited == set(ids.values())
-    assert "[runs.csv](runs.csv)" in (out / "README.md").read_text(encoding="utf-8")
+    assert "join a table's `experiment` and `run`" in (out / "README.md").read_text()
 
 
 def test_runs_table_without_the_store(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.runs.index import read_json as index_json
+
 from ..conftest import ROOT, cfg_for, make_settings
 
 DATASETS = ["ERA", "toy"]
@@ -81,7 +83,7 @@ def test_a_split_sweep_is_tuned_refitted_and_evaluated(tmp_path: Path, mirror: P
     from pipeline.runs.refit import load_splits
 
     runs = [f"{ds}/{run}" for run in ("median", "reals-order_simplex") for ds in DATASETS]
-    tuning = json.loads((root / "data/tuning/sweep.json").read_text())
+    tuning = index_json((root / "data/tuning/sweep.json"), root)  # run ids: in the index
     assert sorted(tuning["runs"]) == sorted(runs)
     metrics = json.loads((root / "metrics/sweep.json").read_text())
     client = MlflowClient(params["tracking"]["uri"])

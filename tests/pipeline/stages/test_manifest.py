@@ -1,9 +1,10 @@
-"""The collect stage: the manifest of an experiment's results that the report stage
-depends on (:mod:`pipeline.runs.manifest`)."""
+"""The manifest of an experiment's results that the report stage depends on, written by
+the evaluate stage (:mod:`pipeline.runs.manifest`)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,11 @@ def test_it_goes_to_the_lists_report_directory(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setenv("PROJLOSS_ROOT", str(tmp_path))
     params = {"report": {"dir": "reports/smoke"}, "experiments": {}}
     assert manifest.manifest_path(params, "a") == tmp_path / "reports/smoke/inputs/a.json"
+
+
+def test_write_puts_it_in_the_lists_report_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PROJLOSS_ROOT", str(tmp_path))
+    _outputs(tmp_path, "lr")
+    path = manifest.write({"report": {"dir": "reports/x"}}, "lr")
+    assert path == tmp_path / "reports/x/inputs/lr.json"
+    assert json.loads(path.read_text()) == manifest.manifest(tmp_path, "lr")
