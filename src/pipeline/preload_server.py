@@ -51,7 +51,9 @@ PRELOAD = (
     "mlflow",
     "mlflow.sklearn",
     "mlflow.models",
-    "mlflow.store.tracking.sqlalchemy_store",
+    "mlflow.genai",  # what MLflow's database store imports (through the public client)
+    "sqlalchemy.orm",
+    "alembic.runtime.migration",
     "skops.io",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
@@ -64,6 +66,7 @@ PRELOAD = (
     "pipeline.runs.evaluate",
     "pipeline.runs.parallel",
     "pipeline.runs.tracking",
+    "pipeline.runs.mlflow_tracker",
     "pipeline.runs.mlflow_view",
     "pipeline.runs.figures",
     "pipeline.report.build",

@@ -30,7 +30,7 @@ from pipeline.config.settings import TrackingSettings
 from pipeline.data import fetch, storage
 from pipeline.data import prepare as preprocess
 from pipeline.errors import DiskError, TrackingError
-from pipeline.runs.tracking import MLflowTracker
+from pipeline.runs.mlflow_tracker import MLflowTracker
 
 from ._run_fixtures import env, one_error_line, parents, prepare_iris, runs
 

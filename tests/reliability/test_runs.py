@@ -358,7 +358,7 @@ def test_a_signal_stops_a_joblib_sweep(iris, tmp_path: Path, sig, status) -> Non
     ``KeyboardInterrupt`` traceback and a leaked semaphore. Now: one line, 143 / 130, the
     running jobs' runs KILLED with the signal's tag, the third job not started, no
     process left."""
-    from pipeline.runs.tracking import CLOSED_TAG
+    from pipeline.runs.run_lifecycle import CLOSED_TAG
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = [

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import TrackingError
-from pipeline.runs.tracking import MLflowTracker, TrackingSettings, make_tracker, owner_tags
+from pipeline.runs.mlflow_tracker import MLflowTracker, make_tracker
+from pipeline.runs.run_lifecycle import owner_tags
+from pipeline.runs.tracking import TrackingSettings
 
 from ._run_fixtures import (
     FAST,

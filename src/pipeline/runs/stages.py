@@ -65,7 +65,7 @@ def tracking_settings(params: Mapping[str, Any], key: str) -> Any:
 def _tracker_or_stop(params: Mapping[str, Any], key: str) -> Any:
     """The tracker, opened while the workers run the stage's first tasks: when the store
     is unusable, the workers stop with the error (no waiting for their tasks)."""
-    from .tracking import make_tracker
+    from .mlflow_tracker import make_tracker
 
     try:
         return make_tracker(tracking_settings(params, key))
