@@ -82,13 +82,12 @@ def test_a_web_page_answering_200_is_not_mlflow(tmp_path: Path) -> None:
             make_tracker({"uri": server.uri, "probe_timeout": 5.0})
 
 
-def _children_in(db: Path) -> int:
+def _runs_in(db: Path) -> int:
     if not db.exists():
         return 0
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-            query = "select count(*) from tags where key = 'mlflow.parentRunId'"
-            return conn.execute(query).fetchone()[0]
+            return conn.execute("select count(*) from runs").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
 
@@ -105,7 +104,7 @@ def test_a_server_dying_mid_run_then_the_rerun_supersedes(iris, tmp_path: Path) 
     args = [f"tracking.uri={srv.uri}", "progress=false", *FAST, "lambdas.num=400"]
     proc = spawn_train([*args, *data_overrides(iris)], tmp_path)
     try:
-        wait_for(lambda: _children_in(db), 120, "the first child run")
+        wait_for(lambda: _runs_in(db), 120, "the parent run")
         srv.kill()
         stdout, stderr = proc.communicate(timeout=180)
     finally:
@@ -315,7 +314,7 @@ def test_a_store_error_mid_run_is_one_tracking_error(tmp_path: Path) -> None:
     finally:
         srv.shutdown()
         srv.server_close()
-    tracker.run_id, tracker._exp_id = "r", "0"  # as inside a parent run
+    tracker.run_id, tracker.exp_id = "r", "0"  # as inside a parent run
     with pytest.raises(TrackingError) as info:
         tracker.child_run("lambda=1", {"lambda": 1.0}, {"val.hamming": 0.5})
     text = str(info.value)

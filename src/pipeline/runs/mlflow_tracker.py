@@ -213,16 +213,22 @@ class MLflowTracker(Tracker):
         why: str | None = None,
     ) -> None:
         """End the active parent run with ``status`` (and its children: KILLED) after
-        what is pending (a logged model's metrics, asynchronous writes); ``why``: the tag
+        writing what is pending (:meth:`flush`, asynchronous writes: a run whose data
+        cannot be written ends FAILED, and the error is raised); ``why``: the tag
         :data:`~pipeline.runs.run_lifecycle.CLOSED_TAG` of the run and of its children
         still running (what stopped them: ``signal SIGTERM``)."""
         from ..lifecycle import critical
 
         run_id = self.run_id
+        unwritten: BaseException | None = None
         try:
             with critical():
-                self.flush()
-                self.mlflow.flush_async_logging()
+                try:
+                    self.flush()
+                    with self.store(f"logging to run {run_id}"):
+                        self.mlflow.flush_async_logging()
+                except (TrackingError, DiskError) as exc:
+                    unwritten, status = exc, "KILLED" if status == "KILLED" else "FAILED"
                 if why is not None and run_id is not None:
                     self.client.set_tag(run_id, CLOSED_TAG, why)
                 if kill_children and run_id is not None:
@@ -231,20 +237,24 @@ class MLflowTracker(Tracker):
                     run_lifecycle.kill_children(self.client, self.exp_id, run_id, why)
                 self.mlflow.end_run(status)
         except Exception as exc:
-            if quiet:
+            if quiet or unwritten is not None:
                 log.debug("could not end run %s as %s: %s", run_id, status, exc)
-                return
-            raise store_error(self.uri or "", exc, f"ending the run {run_id} as {status}") from None
+            else:
+                raise store_error(
+                    self.uri or "", exc, f"ending the run {run_id} as {status}"
+                ) from None
         finally:
             self.pending, self.pending_params, self.pending_tags = [], {}, {}
             self.artifact_uri = None
+        if unwritten is not None and not quiet:
+            raise unwritten
 
     # ------------------------------------------------------------------ the tuning grid
 
     def log_tuning(self, tuning: Mapping[str, Any], ties: str = "smallest") -> None:
-        """The grid as metric histories of the parent run (one ``log_batch``) and the
-        table ``tuning/grid.json`` (``log_table``); the lambdas ``tracking.child_runs``
-        picks as child runs (:mod:`pipeline.runs.tuning_log`)."""
+        """The grid as metric histories of the parent run (with its batch) and the table
+        ``tuning/grid.json`` (``log_table``); the lambdas ``tracking.child_runs`` picks
+        as child runs (:mod:`pipeline.runs.tuning_log`)."""
         if self.run_id is None or self.exp_id is None:
             raise TrackingError("log_tuning needs an active parent run")
         children = tuning_log.child_indices(tuning, self.settings.child_runs, ties)
@@ -257,9 +267,7 @@ class MLflowTracker(Tracker):
                 self.run_id, tuning_log.grid_table(tuning, children), tuning_log.TABLE
             )
         for i in children:
-            name, params, metrics = tuning_log.child_run(tuning, i)
-            with self.store(f"logging the child run {name!r} of run {self.run_id}"):
-                self.child_run(name, params, metrics)
+            self.child_run(*tuning_log.child_run(tuning, i))
 
     def child_run(self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]) -> str:
         """A FINISHED child run of the active parent run: ``create_run``, ``log_batch``
@@ -268,17 +276,18 @@ class MLflowTracker(Tracker):
 
         if self.run_id is None or self.exp_id is None:
             raise RuntimeError(f"the child run {name} needs a started parent run")
-        child = self.client.create_run(
-            self.exp_id, run_name=name, tags={PARENT_TAG: self.run_id, **self.child_tags}
-        )
-        ts = child.info.start_time
-        self.client.log_batch(
-            child.info.run_id,
-            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items() if finite(v)],
-            params=[Param(k, str(v)) for k, v in params.items()],
-            synchronous=False,
-        )
-        self.client.set_terminated(child.info.run_id)
+        with self.store(f"logging the child run {name!r} of run {self.run_id}"):
+            child = self.client.create_run(
+                self.exp_id, run_name=name, tags={PARENT_TAG: self.run_id, **self.child_tags}
+            )
+            ts = child.info.start_time
+            self.client.log_batch(
+                child.info.run_id,
+                metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items() if finite(v)],
+                params=[Param(k, str(v)) for k, v in params.items()],
+                synchronous=False,
+            )
+            self.client.set_terminated(child.info.run_id)
         return child.info.run_id
 
     # ------------------------------------------------------------------ metrics, params, tags
