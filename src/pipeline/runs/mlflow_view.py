@@ -481,8 +481,9 @@ def experiment_tags(task: str, metrics: Sequence[str] | None = None) -> dict[str
         PRIMARY_METRIC_TAG: f"test.{first}",
         NOTE_TAG: (
             f"projloss: {task} runs, one parent run per composition and dataset (name: "
-            f"dataset · set/decoder · geometry), one child run per lambda. Test metric: "
-            f"test.{first}. Views -> '{VIEW_KEY}' shows it as a column."
+            f"dataset · set/decoder · geometry) with its lambda grid (the tuning/* "
+            f"charts, the table tuning/grid.json) and its best lambdas as child runs. Test "
+            f"metric: test.{first}. Views -> '{VIEW_KEY}' shows it as a column."
         ),
         f"{VIEW_TAG_PREFIX}{VIEW_KEY}": _saved_view(metrics),
     }

@@ -20,7 +20,8 @@ from ..conftest import RecordingTracker, run_config
 
 def test_curves_and_selection(prepared) -> None:
     """Every validation value equals an independent cold fit at that lambda; lambda is
-    the best one (ties: the smallest); one child run per lambda."""
+    the best one (ties: the smallest); the grid logged once (``log_tuning``), each lambda
+    a would-be child run."""
     cfg = run_config(
         prepared, ["task=label_ranking", "set=cube", "decoder=birkhoff", "lambdas.num=4"]
     )
