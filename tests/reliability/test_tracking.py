@@ -337,9 +337,9 @@ def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> Non
 
 def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(tmp_path: Path) -> None:
     """A model logged to a tracking server (``MLflowTracker.log_model``: a store the client
-    reaches over HTTP, so the run's params and metrics are read with the client, not with
-    one query as from a database store) is linked to the run's params and to its metrics'
-    step-0 values (a curve's later steps left out), READY, as ``Model.log`` links them."""
+    reaches over HTTP, with the same public calls as a database store) is linked to the
+    run's params and to its metrics' step-0 values (a curve's later steps left out), READY,
+    as ``Model.log`` links them."""
     import numpy as np
     from mlflow.tracking import MlflowClient
     from sklearn.linear_model import LinearRegression
