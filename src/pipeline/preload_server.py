@@ -67,6 +67,7 @@ PRELOAD = (
     "pipeline.runs.parallel",
     "pipeline.runs.tracking",
     "pipeline.runs.mlflow_tracker",
+    "pipeline.runs.model_packaging",
     "pipeline.runs.mlflow_view",
     "pipeline.runs.figures",
     "pipeline.report.build",
@@ -151,6 +152,9 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    if "pipeline.runs.model_packaging" in sys.modules:  # MLflow's scan of the packages
+        with contextlib.suppress(Exception):
+            sys.modules["pipeline.runs.model_packaging"].warm_up()
 
 
 class KernelWarmUp:
