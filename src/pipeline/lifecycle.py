@@ -412,9 +412,9 @@ def _exit_without_teardown() -> None:
     (its exit status, the interpreter's clean-up)."""
     if not _DONE:
         return
-    tracking = sys.modules.get("pipeline.runs.store")
-    if tracking is not None:
-        tracking.close_sqlite_connections()
+    store = sys.modules.get("pipeline.runs.store")
+    if store is not None:
+        store.close_sqlite_connections()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
