@@ -64,7 +64,7 @@ class DiskError(PipelineError):
 
     Raised by :mod:`pipeline.fileio` (every atomic write and directory the pipeline
     creates) and by the MLflow artifact writes of
-    :class:`pipeline.runs.tracking.MLflowTracker`; the message names the path, the free
+    :class:`pipeline.runs.mlflow_tracker.MLflowTracker`; the message names the path, the free
     space left on its file system (and needed, when known) or the permission, and the
     remedy (:func:`pipeline.fileio.disk_error`). Nothing is left half-written: the
     temporary file is removed, the destination untouched. Not an ``OSError``: the code that

@@ -8,7 +8,7 @@ what happened                 what the command does
 ============================  ===========================================================
 a :class:`PipelineError`      one line ``error: <message>`` on stderr, exit status 1
 SIGINT (Ctrl-C) / SIGTERM     the MLflow run and its child runs are marked KILLED (by
-                              :meth:`pipeline.runs.tracking.MLflowTracker.parent_run`), one
+                              :meth:`pipeline.runs.mlflow_tracker.MLflowTracker.parent_run`), one
                               line ``error: interrupted ...``, exit status 130 / 143
 the parent process died       (``pipeline.stage`` under ``dvc``) the same as SIGTERM
 ============================  ===========================================================
@@ -402,7 +402,7 @@ def _exit_without_teardown() -> None:
     registers it before its imports): once the stage has done its work
     and the other handlers have run (the workers stopped, MLflow's own), end the process
     at once (``os._exit(0)``) without the interpreter's teardown, after closing the SQLite
-    connections (:func:`pipeline.runs.tracking.close_sqlite_connections`: ``mlflow.db``
+    connections (:func:`pipeline.runs.store.close_sqlite_connections`: ``mlflow.db``
     complete, no write-ahead log left) and flushing the output.
 
     The teardown frees every object of the thousands of modules a stage imports (numpy,
@@ -412,9 +412,9 @@ def _exit_without_teardown() -> None:
     (its exit status, the interpreter's clean-up)."""
     if not _DONE:
         return
-    tracking = sys.modules.get("pipeline.runs.tracking")
-    if tracking is not None:
-        tracking.close_sqlite_connections()
+    store = sys.modules.get("pipeline.runs.store")
+    if store is not None:
+        store.close_sqlite_connections()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

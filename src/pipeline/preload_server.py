@@ -51,7 +51,9 @@ PRELOAD = (
     "mlflow",
     "mlflow.sklearn",
     "mlflow.models",
-    "mlflow.store.tracking.sqlalchemy_store",
+    "mlflow.genai",  # what MLflow's database store imports (through the public client)
+    "sqlalchemy.orm",
+    "alembic.runtime.migration",
     "skops.io",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
@@ -64,6 +66,8 @@ PRELOAD = (
     "pipeline.runs.evaluate",
     "pipeline.runs.parallel",
     "pipeline.runs.tracking",
+    "pipeline.runs.mlflow_tracker",
+    "pipeline.runs.model_packaging",
     "pipeline.runs.mlflow_view",
     "pipeline.runs.figures",
     "pipeline.report.build",
@@ -148,6 +152,9 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    if "pipeline.runs.model_packaging" in sys.modules:  # MLflow's scan of the packages
+        with contextlib.suppress(Exception):
+            sys.modules["pipeline.runs.model_packaging"].warm_up()
 
 
 class KernelWarmUp:

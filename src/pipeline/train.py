@@ -54,8 +54,8 @@ def run(cfg: Mapping[str, Any], *, group: str | None = None) -> dict[str, Any]:
     from .data.api import load_prepared
     from .runs import evaluate, refit, tune
     from .runs.evaluate import summary_line
+    from .runs.mlflow_tracker import make_tracker
     from .runs.mlflow_view import cell_params, run_name
-    from .runs.tracking import make_tracker
 
     start = time.perf_counter()
     plain = to_plain(cfg)  # the composed config: logged as config.yaml, read by nothing else

@@ -191,7 +191,7 @@ def _stop_mid_sweep(url: str, sweep: Path, proc: Any, sig: int, group: bool) -> 
 
 def _assert_stopped(url: str, sweep: Path, code: int, out: str, sig: int) -> None:
     """One line, 128 + the signal, every run of the sweep KILLED with the signal's tag."""
-    from pipeline.runs.tracking import CLOSED_TAG
+    from pipeline.runs.run_lifecycle import CLOSED_TAG
 
     name = signal.Signals(sig).name
     assert code == 128 + sig, out[-3000:]

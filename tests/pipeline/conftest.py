@@ -183,12 +183,13 @@ class RecordingTracker:
         self.tags: dict[str, str] = {}
         self.inputs: list[tuple[Any, dict[str, str]]] = []
 
-    def child_run(self, name: str, params: Any, metrics: Any) -> str:
-        self.children.append((name, dict(params), dict(metrics)))
-        return f"child{len(self.children)}"
+    def log_tuning(self, tuning: Any, ties: str = "smallest") -> None:
+        """The grid: every lambda's would-be child run (``tracking.child_runs: all``)."""
+        from pipeline.runs import tuning_log
 
-    def child_runs(self, children: Any) -> list[str]:
-        return [self.child_run(name, params, metrics) for name, params, metrics in children]
+        self.tuning = tuning
+        for i in tuning_log.child_indices(tuning, "all", ties):
+            self.children.append(tuning_log.child_run(tuning, i))
 
     def log_metrics(self, metrics: Any, step: int | None = None) -> None:
         self.metrics.update(metrics)

@@ -171,7 +171,8 @@ def test_sweep_output(prepared, tmp_path: Path) -> None:
 
 def test_run_link() -> None:
     """The summary line's tail: the run id, and the run's page on a tracking server."""
-    from pipeline.runs.tracking import Tracker, run_url
+    from pipeline.runs.store import run_url
+    from pipeline.runs.tracking import Tracker
 
     assert Tracker().run_link("label_ranking", None) == ""
 

@@ -22,6 +22,7 @@ from pipeline.data.readers import load_raw
 from pipeline.data.registry import get_spec
 from pipeline.data.settings import data_settings
 from pipeline.runs import mlflow_view as view
+from pipeline.runs import structure_flags as flags
 
 from .conftest import RecordingTracker, run_config
 
@@ -67,25 +68,25 @@ def test_run_names_lead_with_the_dataset_in_the_papers_notation() -> None:
 def test_structure_flags() -> None:
     k = 3
     perms = np.array([[0, 1, 2], [2, 0, 1], [1, 2, 0]])
-    assert view.structure_problem("label_ranking", np.eye(k, dtype=int)[perms], "cube") is None
+    assert flags.structure_problem("label_ranking", np.eye(k, dtype=int)[perms], "cube") is None
     zeros = np.zeros((5, k, k), dtype=int)
     zeros[0] = np.eye(k, dtype=int)
-    problem = view.structure_problem("label_ranking", zeros, "cube")
+    problem = flags.structure_problem("label_ranking", zeros, "cube")
     assert problem == "4 of 5 test predictions are all-zero matrices (no label ranked)"
-    assert view.structure_tag(problem) == "all-zero 4/5"
+    assert flags.structure_tag(problem) == "all-zero 4/5"
     assert (
-        view.structure_problem("label_ranking", np.array([[0, 0, 1], [0, 1, 2]]), "birkhoff")
+        flags.structure_problem("label_ranking", np.array([[0, 0, 1], [0, 1, 2]]), "birkhoff")
         == "1 of 2 test predictions are not permutations"
     )
-    same = view.structure_problem("multilabel", np.ones((4, 6), dtype=int))
-    assert same is not None and view.structure_tag(same) == "constant 4/4"
+    same = flags.structure_problem("multilabel", np.ones((4, 6), dtype=int))
+    assert same is not None and flags.structure_tag(same) == "constant 4/4"
     # the tag and the warning; the median baseline is constant by design: no warning
     tracker = RecordingTracker()
     ridge = Composition("ordinal", "ERA", "reals", "euclidean", "round", "linear", "round")
-    assert view.flag_structures(tracker, ridge, np.full(5, 3)) is not None
+    assert flags.flag_structures(tracker, ridge, np.full(5, 3)) is not None
     assert tracker.tags["structure"] == "constant 5/5"
     median = Composition("ordinal", "ERA", "none", "none", "median", "median", "median")
-    assert view.flag_structures(tracker, median, np.full(5, 3)) is None
+    assert flags.flag_structures(tracker, median, np.full(5, 3)) is None
     assert tracker.tags["structure"] == "median baseline"
 
 

@@ -52,10 +52,10 @@ def test_tune_in_workers_logs_what_tune_in_process_logs(prepared) -> None:
 
 def test_recording_tracker_keeps_the_order_and_steps() -> None:
     rec = RecordingTracker()
-    rec.child_run("lambda=1", {"lambda": 1.0}, {"val.x": 0.5})
+    rec.log_tuning({"lambdas": [1.0], "metrics": {"x": [0.5]}}, ties="largest")
     rec.log_metrics({"a": 1.0}, step=3)
     assert rec.calls == [
-        ("child_run", ("lambda=1", {"lambda": 1.0}, {"val.x": 0.5}), {}),
+        ("log_tuning", ({"lambdas": [1.0], "metrics": {"x": [0.5]}},), {"ties": "largest"}),
         ("log_metrics", ({"a": 1.0},), {"step": 3}),
     ]
     assert not rec.enabled  # nothing reaches a store until replayed

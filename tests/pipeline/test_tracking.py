@@ -16,16 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.runs.tracking import (
-    MLflowTracker,
-    Tracker,
-    TrackingError,
-    TrackingSettings,
-    artifact_location,
-    make_tracker,
-    probe,
-    resolve_uri,
-)
+from pipeline.runs.mlflow_tracker import MLflowTracker, make_tracker
+from pipeline.runs.store import artifact_location, probe, resolve_uri
+from pipeline.runs.tracking import Tracker, TrackingError, TrackingSettings
 
 from .conftest import ROOT
 
@@ -93,7 +86,7 @@ def test_disabled_tracking_is_a_no_op() -> None:
     assert type(tracker) is Tracker and not tracker.enabled
     with tracker.parent_run(task="ordinal", name="x") as run_id:
         assert run_id is None
-        assert tracker.child_run("c", {"lambda": 1}, {"m": 1.0}) is None
+        assert tracker.log_tuning({"lambdas": [1.0], "metrics": {"m": [1.0]}}) is None
     with pytest.raises(ValueError, match="unknown tracking setting"):
         TrackingSettings.from_config({"urii": "x"})
 
@@ -255,7 +248,7 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     from pipeline.config.run import RunConfig
     from pipeline.data import load_prepared
     from pipeline.runs import mlflow_view as view
-    from pipeline.runs.tracking import _requirements, trusted_types
+    from pipeline.runs.model_packaging import requirements, trusted_types
 
     from .conftest import run_config
 
@@ -307,12 +300,13 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
         tracker.log_metrics({"val.hamming": 2.5, "lambda.hamming": 1.0})
         tracker.log_metrics({"curve": 4.0}, step=0)  # a curve: its step 0 is linked
         tracker.log_metrics({"curve": 3.0}, step=1)
+        tracker.flush()  # kept for the run's end otherwise: MLflow reads them from the store
         mlflow.sklearn.log_model(
             model,
             name="iris-model",
             signature=infer_signature(X, model.predict(X)),
             input_example=X,
-            pip_requirements=_requirements(),
+            pip_requirements=requirements(),
             skops_trusted_types=trusted_types(model),
             registered_model_name="reg-theirs",
         )
@@ -338,8 +332,8 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     assert json.loads(a.tags.pop("mlflow.modelVersions")) == [{"name": "reg-ours", "version": 1}]
     assert json.loads(b.tags.pop("mlflow.modelVersions"))[0]["name"] == "reg-theirs"
     assert a.tags == b.tags
-    # their rows in the database (MLflow's client writes them in five transactions, a
-    # database store in one: mlflow_bulk.insert_logged_model): the same but ids and times
+    # their rows in the database (MLflow's Model.log and our public calls): the same but
+    # ids and times
     db = tmp_path / "mlflow.db"
     assert _logged_model_rows(db, a.model_id) == _logged_model_rows(db, b.model_id)
     assert len(_logged_model_rows(db, a.model_id)["logged_model_metrics"]) == 3
@@ -376,130 +370,6 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     np.testing.assert_array_equal(np.asarray(served), expected)
 
 
-def _child_rows(db: Path, run_id: str) -> dict[str, list[tuple]]:
-    """The rows of a run in MLflow's tables (its id, times and artifact folder left out)."""
-    import sqlite3
-
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        run = conn.execute(
-            "select name, source_type, source_name, entry_point_name, user_id, status,"
-            " deleted_time, source_version, lifecycle_stage, experiment_id from runs"
-            " where run_uuid = ?",
-            (run_id,),
-        ).fetchall()
-        out = {"runs": run}
-        for table, cols in (
-            ("tags", "key, value"),
-            ("params", "key, value"),
-            ("metrics", "key, value, step, is_nan"),
-            ("latest_metrics", "key, value, step, is_nan"),
-        ):
-            out[table] = sorted(
-                conn.execute(f"select {cols} from {table} where run_uuid = ?", (run_id,))
-            )
-    return out
-
-
-def test_child_runs_in_one_transaction_are_the_clients_runs(tmp_path: Path) -> None:
-    """A tuned run's child runs (one per lambda), replayed by the tune stage, are written
-    in one transaction (:func:`pipeline.runs.mlflow_bulk.insert_child_runs`), not three
-    client calls each: the same rows in every table MLflow reads (the run FINISHED, the
-    parent link, the run name, the composition tags, params, metrics and their latest
-    values, non-finite ones skipped) as ``MlflowClient.create_run`` + ``log_batch`` +
-    ``set_terminated`` give, start times in order, found by a metric filter of the UI."""
-    from mlflow.tracking import MlflowClient
-
-    from pipeline.runs.tracking import RecordingTracker
-
-    db = tmp_path / "mlflow.db"
-    uri = f"sqlite:///{db}"
-    tracker = MLflowTracker(TrackingSettings(uri=uri, group="g1"))
-    children = [
-        (f"lambda={lam:.3g}", {"lambda": lam}, {"val.mae": 0.5 - 0.1 * i, "n_iter": 7.0 + i})
-        for i, lam in enumerate([1e-4, 1.0, 1e4])
-    ]
-    children.append(("lambda=none", {"lambda": None}, {"val.mae": 0.7, "bad": float("nan")}))
-    rec = RecordingTracker()
-    for name, params, metrics in children:
-        rec.child_run(name, params, metrics)
-    rec.log_metrics({"val.mae": 0.3})
-    created: list[str] = []
-    create_run = tracker.client.create_run
-
-    def counted(*args, **kwargs):
-        created.append(kwargs.get("run_name", ""))
-        return create_run(*args, **kwargs)
-
-    tracker.client.create_run = counted
-    tags = {"set": "reals", "dataset": "ERA", "task": "ordinal"}
-    with tracker.parent_run(task="ordinal", name="p", tags=tags) as parent:
-        one_by_one = Tracker.child_runs(tracker, children)  # the client's calls
-        assert len(created) == len(children)
-        RecordingTracker.replay(rec.calls, tracker)
-        after = int(time.time() * 1000)
-        assert len(created) == len(children)  # none more: one transaction
-    client = MlflowClient(uri)
-    kids = client.search_runs(
-        [client.get_run(parent).info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent}'",
-    )
-    assert len(kids) == 2 * len(children)
-    bulk = [r.info.run_id for r in sorted(kids, key=lambda r: r.info.start_time)]
-    bulk = [r for r in bulk if r not in one_by_one]
-    assert len(bulk) == len(children)
-    exp = client.get_experiment(client.get_run(parent).info.experiment_id)
-    for a, b in zip(one_by_one, bulk, strict=True):
-        assert _child_rows(db, a) == _child_rows(db, b)
-        ra, rb = client.get_run(a), client.get_run(b)
-        assert rb.info.status == "FINISHED" and rb.info.run_name == ra.info.run_name
-        assert rb.data.tags == ra.data.tags and rb.data.tags["mlflow.parentRunId"] == parent
-        assert rb.data.tags["set"] == "reals" and rb.data.tags["group"] == "g1"
-        assert rb.data.params == ra.data.params and rb.data.metrics == ra.data.metrics
-        assert rb.info.artifact_uri == f"{exp.artifact_location}/{b}/artifacts"
-        # within the parent run's life, as the client's (the fits ran before)
-        started = client.get_run(parent).info.start_time
-        assert started <= rb.info.start_time <= rb.info.end_time <= after + len(children)
-        history = client.get_metric_history(b, "val.mae")
-        assert [(m.step, m.timestamp) for m in history] == [(0, rb.info.start_time)]
-    starts = [client.get_run(b).info.start_time for b in bulk]
-    assert starts == sorted(set(starts))  # in the grid's order
-    assert client.get_run(bulk[-1]).data.params == {"lambda": "None"}
-    assert "bad" not in client.get_run(bulk[-1]).data.metrics
-    # the UI's metric filter reads the latest values
-    found = client.search_runs(
-        [exp.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent}' and metrics.`val.mae` < 0.45",
-    )
-    assert sorted(r.info.run_id for r in found) == sorted([*one_by_one[1:3], *bulk[1:3]])
-    assert client.get_run(parent).data.metrics == {"val.mae": 0.3}
-
-
-def test_a_saved_model_skips_mlflows_requirements_check(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """:func:`prepare_model` (an evaluate worker, once per run) pins the installed versions
-    of this process (``_requirements``), so MLflow's check of them against the installed
-    packages (a scan of every distribution, 0.9 s the first time in a process) is left
-    out; MLflow's own function is back after the save, and the requirements are pinned."""
-    import mlflow.utils.environment as environment
-    from sklearn.linear_model import LinearRegression
-
-    from pipeline.runs.tracking import _requirements, prepare_model
-
-    calls: list[list[str]] = []
-    monkeypatch.setattr(
-        environment, "warn_dependency_requirement_mismatches", lambda reqs: calls.append(reqs)
-    )
-    X = np.arange(10.0).reshape(5, 2)
-    model = LinearRegression().fit(X, np.arange(5.0))
-    path = prepare_model(model, tmp_path / "model", X)
-    assert calls == []
-    environment.warn_dependency_requirement_mismatches(["x"])
-    assert calls == [["x"]]  # restored
-    reqs = (path / "requirements.txt").read_text().split()
-    assert set(_requirements()) <= set(reqs)
-
-
 def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
     """The run configs are logged with libyaml's emitter: the same config.yaml as
     ``mlflow.log_dict`` (PyYAML's pure-Python emitter), for every run of the paper's
@@ -508,7 +378,7 @@ def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
 
     from pipeline.config.experiments import compose_runs
     from pipeline.params import compose_params
-    from pipeline.runs.tracking import dict_text
+    from pipeline.runs.mlflow_tracker import dict_text
 
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML without libyaml: mlflow.log_dict is used as is")
@@ -526,25 +396,3 @@ def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
 
     text = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="config.yaml"))
     assert yaml.safe_load(text.read_text()) == configs[0]
-
-
-def test_a_logged_model_of_a_deleted_or_missing_run_is_mlflows_error(tmp_path: Path) -> None:
-    """:func:`pipeline.runs.mlflow_bulk.insert_logged_model` refuses a deleted or unknown
-    run with MLflow's own errors (those of ``create_logged_model``/``log_outputs``), and
-    writes nothing."""
-    from mlflow.exceptions import MlflowException
-
-    from pipeline.runs.mlflow_bulk import insert_logged_model
-
-    tracker = MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
-    store = tracker.client._tracking_client.store
-    with tracker.parent_run(task="ordinal", name="gone") as run_id:
-        pass
-    experiment = tracker.client.get_experiment(tracker.client.get_run(run_id).info.experiment_id)
-    tracker.client.delete_run(run_id)
-    with pytest.raises(MlflowException, match="must be in the 'active' state"):
-        insert_logged_model(store, experiment, run_id, "m", {}, {}, [])
-    with pytest.raises(MlflowException, match="not found") as missing:
-        insert_logged_model(store, experiment, "0" * 32, "m", {}, {}, [])
-    assert missing.value.error_code == "RESOURCE_DOES_NOT_EXIST"
-    assert tracker.client.search_logged_models([experiment.experiment_id]) == []

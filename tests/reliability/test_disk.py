@@ -30,7 +30,7 @@ from pipeline.config.settings import TrackingSettings
 from pipeline.data import fetch, storage
 from pipeline.data import prepare as preprocess
 from pipeline.errors import DiskError, TrackingError
-from pipeline.runs.tracking import MLflowTracker
+from pipeline.runs.mlflow_tracker import MLflowTracker
 
 from ._run_fixtures import env, one_error_line, parents, prepare_iris, runs
 
@@ -308,6 +308,7 @@ def test_a_full_sqlite_store_is_one_line_without_mlflows_traceback(tmp_path: Pat
             engine.dispose()  # new connections, capped
             try:
                 tracker.log_batch([({f"m{i}": 1.0 for i in range(500)}, s) for s in range(20)])
+                tracker.flush()  # written when the run ends otherwise
             finally:
                 event.remove(engine, "connect", cap)
                 engine.dispose()

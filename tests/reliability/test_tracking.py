@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import TrackingError
-from pipeline.runs.tracking import MLflowTracker, TrackingSettings, make_tracker, owner_tags
+from pipeline.runs.mlflow_tracker import MLflowTracker, make_tracker
+from pipeline.runs.run_lifecycle import owner_tags
+from pipeline.runs.tracking import TrackingSettings
 
 from ._run_fixtures import (
     FAST,
@@ -80,13 +82,12 @@ def test_a_web_page_answering_200_is_not_mlflow(tmp_path: Path) -> None:
             make_tracker({"uri": server.uri, "probe_timeout": 5.0})
 
 
-def _children_in(db: Path) -> int:
+def _runs_in(db: Path) -> int:
     if not db.exists():
         return 0
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-            query = "select count(*) from tags where key = 'mlflow.parentRunId'"
-            return conn.execute(query).fetchone()[0]
+            return conn.execute("select count(*) from runs").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
 
@@ -103,7 +104,7 @@ def test_a_server_dying_mid_run_then_the_rerun_supersedes(iris, tmp_path: Path) 
     args = [f"tracking.uri={srv.uri}", "progress=false", *FAST, "lambdas.num=400"]
     proc = spawn_train([*args, *data_overrides(iris)], tmp_path)
     try:
-        wait_for(lambda: _children_in(db), 120, "the first child run")
+        wait_for(lambda: _runs_in(db), 120, "the parent run")
         srv.kill()
         stdout, stderr = proc.communicate(timeout=180)
     finally:
@@ -313,7 +314,7 @@ def test_a_store_error_mid_run_is_one_tracking_error(tmp_path: Path) -> None:
     finally:
         srv.shutdown()
         srv.server_close()
-    tracker.run_id, tracker._exp_id = "r", "0"  # as inside a parent run
+    tracker.run_id, tracker.exp_id = "r", "0"  # as inside a parent run
     with pytest.raises(TrackingError) as info:
         tracker.child_run("lambda=1", {"lambda": 1.0}, {"val.hamming": 0.5})
     text = str(info.value)
@@ -336,9 +337,9 @@ def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> Non
 
 def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(tmp_path: Path) -> None:
     """A model logged to a tracking server (``MLflowTracker.log_model``: a store the client
-    reaches over HTTP, so the run's params and metrics are read with the client, not with
-    one query as from a database store) is linked to the run's params and to its metrics'
-    step-0 values (a curve's later steps left out), READY, as ``Model.log`` links them."""
+    reaches over HTTP, with the same public calls as a database store) is linked to the
+    run's params and to its metrics' step-0 values (a curve's later steps left out), READY,
+    as ``Model.log`` links them."""
     import numpy as np
     from mlflow.tracking import MlflowClient
     from sklearn.linear_model import LinearRegression

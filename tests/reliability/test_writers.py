@@ -29,10 +29,11 @@ ALLOWED = {
     ("preload_server.py", "open"): "its private socket directory's ready file (not an output)",
     ("sweep_stop.py", "mkdir"): "the sweep's stop records, a courtesy (errors suppressed)",
     ("sweep_stop.py", "write_text"): "the sweep's stop record, written by the signal handler",
-    ("runs/tracking.py", "mkdir"): "the SQLite store's directory: a store fault is a "
+    ("runs/store.py", "mkdir"): "the SQLite store's directory: a store fault is a "
     "TrackingError line of its own (test_tracking.py)",
-    ("runs/tracking.py", "open"): "the store's lock file (fcntl.flock), not an output",
-    ("runs/tracking.py", "copytree"): "MLflow's temporary model directory, under writing()",
+    ("runs/store.py", "open"): "the store's lock file (fcntl.flock), not an output",
+    ("runs/model_packaging.py", "copytree"): "MLflow's temporary model directory, under writing()",
+    ("runs/model_packaging.py", "open"): "the MLmodel of MLflow's temporary model directory",
     ("runs/figures.py", "savefig"): "into an in-memory buffer (io.BytesIO)",
     ("cluster/services.py", "mkdir"): "the log of a service the tests / users start",
     ("cluster/services.py", "open"): "the log of a service the tests / users start",

@@ -5,7 +5,7 @@ run; the launcher reports the job failed or runs it again (Ray's ``max_retries``
 the dead attempt's parent run would stay RUNNING forever. When the sweep ends, every job
 has returned, so a run of this sweep's ``group`` still RUNNING has no process left:
 :class:`CloseOrphanRuns` marks it KILLED with the tag ``projloss.closed_by`` (KILLED as a
-run superseded by its retry, :meth:`pipeline.runs.tracking.MLflowTracker.orphans`: a process
+run superseded by its retry, :func:`pipeline.runs.run_lifecycle.orphans`: a process
 that died; FAILED is kept for a job that raised).
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ..runs.tracking import CLOSED_TAG
+from ..runs.run_lifecycle import CLOSED_TAG
 
 log = logging.getLogger("pipeline.sweep")
 
-#: the tag a closed orphan run gets (why it was closed): ``runs.tracking.CLOSED_TAG``
+#: the tag a closed orphan run gets (why it was closed): ``runs.run_lifecycle.CLOSED_TAG``
 __all__ = ["CLOSED_TAG", "CloseOrphanRuns", "close_orphan_runs"]
 
 
@@ -72,7 +72,7 @@ class CloseOrphanRuns(Callback):
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if not tracking.get("enabled", True):
             return
-        from ..runs.tracking import connection_uri, resolve_uri
+        from ..runs.store import connection_uri, resolve_uri
 
         group = tracking.get("group") or str(config.hydra.sweep.dir)
         uri = connection_uri(resolve_uri(tracking.get("uri")))

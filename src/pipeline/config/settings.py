@@ -10,6 +10,7 @@ accept, and nothing checks a setting again.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -226,6 +227,9 @@ class TrackingSettings:
     probe_timeout: float = 5.0
     group: str | None = None
     register: bool = False
+    #: the lambdas of a tuned run logged as child runs: ``best-<k>`` (the k best by the
+    #: run's selection metric, MLflow's ``max_tuning_runs`` convention), ``all``, ``none``
+    child_runs: str = "best-5"
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
@@ -256,6 +260,9 @@ def _check_setting(key: str, value: Any) -> None:
     elif key == "heatmap_samples":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         valid = "an integer >= 0"
+    elif key == "child_runs":
+        ok = isinstance(value, str) and re.fullmatch(r"all|none|best-[1-9]\d*", value) is not None
+        valid = "best-<k> (k >= 1, e.g. best-5), all or none"
     elif key == "experiment_prefix":
         ok, valid = isinstance(value, str) and value.strip() != "", "a non-empty string"
     else:  # uri, artifacts, group

@@ -126,7 +126,7 @@ def _tracking_uri() -> str | bool | None:
 def _log(files: list[Path], findings: list[dict]) -> None:
     """One run of ``<prefix>/report`` with the report files as artifacts."""
     from ..config.experiments import load_params
-    from ..runs.tracking import make_tracker
+    from ..runs.mlflow_tracker import make_tracker
 
     params = load_params()
     tracker = make_tracker(params.get("tracking"))

@@ -502,7 +502,7 @@ def log_report(report: Report, metrics_path: Path) -> None:
     """One MLflow run (experiment ``<prefix>/report``, run name ``repeated splits``) with
     the tables, diagrams and README as artifacts and the summary as metrics."""
     from ..config.experiments import load_params
-    from ..runs.tracking import make_tracker
+    from ..runs.mlflow_tracker import make_tracker
 
     tracker = make_tracker(load_params().get("tracking"))
     if not tracker.enabled:

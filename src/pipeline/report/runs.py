@@ -114,7 +114,7 @@ def store_info(uri: str | bool | None, run_ids: Iterable[str]) -> dict[str, dict
     (a fresh clone has no ``mlflow.db``: none is created). A run the store lacks: status
     ``not in store``."""
     from ..errors import TrackingError
-    from ..runs.tracking import probe, resolve_uri, sqlite_path
+    from ..runs.store import probe, resolve_uri, sqlite_path
 
     ids = sorted({i for i in run_ids if i})
     if uri is False or not ids:

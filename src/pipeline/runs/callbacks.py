@@ -214,8 +214,8 @@ class SweepProgress(Callback):
             logging.getLogger(name).setLevel(logging.WARNING)
         tracking = OmegaConf.to_container(config.get("tracking") or {}, resolve=True)
         if tracking.get("enabled", True):
-            from .tracking import (
-                TrackingSettings,
+            from ..config.settings import TrackingSettings
+            from .store import (
                 check_driver,
                 connection_uri,
                 init_store,

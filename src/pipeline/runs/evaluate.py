@@ -34,7 +34,7 @@ from ..config.composition import Composition
 from ..config.run import RunConfig
 from ..config.scoring import run_metrics, score
 from ..fileio import atomic_path, make_dir
-from . import mlflow_view
+from . import mlflow_view, structure_flags
 from .index import write_json  # run id and times: in the index, not the output
 from .refit import Refitted
 from .tracking import Tracker
@@ -132,7 +132,7 @@ def run(
         curves = {name: refitted.models[i] for i, name in names.items()}
         mlflow_view.log_training_curves(tracker, curves)
     headline_pred = predictions[refitted.selection[select_by[0]]]
-    problem = mlflow_view.flag_structures(tracker, comp, headline_pred)
+    problem = structure_flags.flag_structures(tracker, comp, headline_pred)
     mlflow_view.describe_run(tracker, comp, best, lambdas, problem)
 
     result = {

@@ -14,8 +14,8 @@ logged and written for a run is its shape's (:func:`pipeline.runs.sweeps.shape_o
 The units run in worker processes forked from the stage's (``n_jobs``;
 :class:`pipeline.runs.parallel.TaskStream`), which record what they log; the stage's
 process opens the tracking store while they start and logs each run as its units' results
-come, in order, while they go on with the next ones (one writer to the store): tune's child
-runs and metrics, evaluate's metrics, files, figures and models.
+come, in order, while they go on with the next ones (one writer to the store): tune's grid
+(its best lambdas as child runs) and metrics, evaluate's metrics, files, figures and models.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def tracking_settings(params: Mapping[str, Any], key: str) -> Any:
 def _tracker_or_stop(params: Mapping[str, Any], key: str) -> Any:
     """The tracker, opened while the workers run the stage's first tasks: when the store
     is unusable, the workers stop with the error (no waiting for their tasks)."""
-    from .tracking import make_tracker
+    from .mlflow_tracker import make_tracker
 
     try:
         return make_tracker(tracking_settings(params, key))

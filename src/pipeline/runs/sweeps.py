@@ -10,9 +10,10 @@ the models folder and ``results.json`` hold -- is the run's :class:`Shape`, data
 once per run (:func:`shape_of`):
 
 - :data:`ONE` (a sweep of one): the unit logs itself, as ``python -m pipeline.train`` does
-  (a child run per lambda, its metrics, files, figures and models), recorded in the worker
-  and replayed by the stage (:class:`pipeline.runs.tracking.RecordingTracker`); its tuning
-  and models are the unit's own;
+  (its lambda grid and best child runs, its metrics, files, figures and models),
+  recorded in the worker and replayed by the stage
+  (:class:`pipeline.runs.tracking.RecordingTracker`); its tuning and models are the unit's
+  own;
 - :data:`SPLITS` (a sweep of many): the units log nothing (thirty splits would make
   thousands of child runs); the parent run gets each split's chosen lambda, validation and
   test values as metric steps, the mean and std (ddof 0) of the test values, and one
@@ -117,7 +118,7 @@ class One(Shape):
         return {None: refit.load(directory)}
 
     def log_tuned(self, per_split: Mapping[Split, tuple[dict, list | None]], tracker: Any) -> None:
-        """The unit's recorded calls: a child run per lambda, the selection."""
+        """The unit's recorded calls: its lambda grid (and best child runs), the selection."""
         from .tracking import RecordingTracker
 
         RecordingTracker.replay(per_split[None][1], tracker)

@@ -12,8 +12,10 @@ fit starting from the previous solution: the problems are strongly convex, so th
 is the same, reached in fewer L-BFGS iterations. The baselines have no grid to warm-start
 (ridge is solved in closed form) or no lambda at all (the median: one fit).
 
-Each fit is one MLflow child run (validation metrics, fit seconds, L-BFGS iterations,
-convergence) under the composition's parent run; the parent gets the chosen lambdas
+The composition's parent run gets the whole grid (validation metrics, fit seconds,
+L-BFGS iterations, convergence of every fit: metric histories ``tuning/*``, one step per
+lambda, and the table ``tuning/grid.json``), the best lambdas as child runs
+(``tracking.child_runs``, :mod:`pipeline.runs.tuning_log`), the chosen lambdas
 (``lambda.<metric>``) and their validation values (``val.<metric>``).
 """
 
@@ -84,10 +86,6 @@ def convergence_warning(
     )
 
 
-def _lambda_name(lam: float | None) -> str:
-    return "lambda=none" if lam is None else f"lambda={lam:.3g}"
-
-
 def run(run: RunConfig, data: Any, tracker: Tracker | None = None) -> dict[str, Any]:
     """Tune lambda for the composition of ``run`` on ``data`` (a ``PreparedData``).
 
@@ -128,11 +126,6 @@ def run(run: RunConfig, data: Any, tracker: Tracker | None = None) -> dict[str, 
         scores = score(metrics, y_val, estimator.predict(X_val))
         for name, v in scores.items():
             values[name][i] = v
-        child_metrics = {f"val.{k}": v for k, v in scores.items()}
-        child_metrics.update(fit_seconds=fit_seconds[i], converged=float(converged[i]))
-        if n_iter[i] is not None:
-            child_metrics["n_iter"] = float(n_iter[i])
-        tracker.child_run(_lambda_name(lam), {"lambda": lam}, child_metrics)
 
     ties = run.ties
     selected = {}
@@ -149,8 +142,7 @@ def run(run: RunConfig, data: Any, tracker: Tracker | None = None) -> dict[str, 
         if sel["lambda"] is not None:
             summary[f"lambda.{name}"] = sel["lambda"]
     summary["tune_seconds"] = time.perf_counter() - start
-    tracker.log_metrics(summary)
-    return {
+    result = {
         "lambdas": grid,
         "metrics": values,
         "greater_is_better": {m.name: m.greater_is_better for m in metrics},
@@ -162,3 +154,6 @@ def run(run: RunConfig, data: Any, tracker: Tracker | None = None) -> dict[str, 
         "warm_start": warm,
         "seconds": summary["tune_seconds"],
     }
+    tracker.log_tuning(result, ties=ties)
+    tracker.log_metrics(summary)
+    return result

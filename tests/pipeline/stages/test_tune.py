@@ -20,7 +20,8 @@ from ..conftest import RecordingTracker, run_config
 
 def test_curves_and_selection(prepared) -> None:
     """Every validation value equals an independent cold fit at that lambda; lambda is
-    the best one (ties: the smallest); one child run per lambda."""
+    the best one (ties: the smallest); the grid logged once (``log_tuning``), each lambda
+    a would-be child run."""
     cfg = run_config(
         prepared, ["task=label_ranking", "set=cube", "decoder=birkhoff", "lambdas.num=4"]
     )
@@ -44,7 +45,7 @@ def test_curves_and_selection(prepared) -> None:
         "value": expected[want],
     }
     assert out["warm_start"] is True
-    assert [c[0] for c in tracker.children] == [f"lambda={v:.3g}" for v in out["lambdas"][::-1]]
+    assert [c[0] for c in tracker.children] == [f"lambda={v:.3g}" for v in out["lambdas"]]
     for _, params, metrics in tracker.children:
         assert set(metrics) == {"val.hamming", "fit_seconds", "converged", "n_iter"}
         assert params["lambda"] in out["lambdas"]
@@ -104,9 +105,9 @@ def _without_fit_times(calls: list) -> list:
     """Recorded tracker calls, the times (fit and tune seconds) left out."""
     out = []
     for method, args, kwargs in calls:
-        if method == "child_run":
-            name, params, metrics = args
-            args = (name, params, {k: v for k, v in metrics.items() if k != "fit_seconds"})
+        if method == "log_tuning":
+            tuning = {k: v for k, v in args[0].items() if k not in ("fit_seconds", "seconds")}
+            args = (tuning, *args[1:])
         elif method == "log_metrics":
             args = ({k: v for k, v in args[0].items() if k != "tune_seconds"}, *args[1:])
         out.append((method, args, kwargs))
