@@ -215,6 +215,9 @@ def die_with_parent() -> None:
     pid, first_parent = STARTED
     forked = pid != os.getpid()
     parent = os.getppid() if forked else first_parent
+    if not forked and _dvc_gone_at_start(parent, STARTED_GRANDPARENT):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
@@ -227,6 +230,29 @@ def die_with_parent() -> None:
             return
     if not forked and STARTED_GRANDPARENT > 1 and _is_command_shell(parent):
         _watch_launcher(parent, STARTED_GRANDPARENT)
+
+
+def _dvc_gone_at_start(parent: int, grandparent: int) -> bool:
+    """Whether this process is a stage DVC started (``DVC_STAGE`` in its environment) whose
+    ``dvc`` died before :mod:`pipeline` was imported here: the parents noted then are
+    already the orphan's adopters (init, or a subreaper), not ``dvc``.
+
+    DVC starts the stage (through ``$SHELL -c``) in its own process group; the process that
+    started the stage -- the parent, or the shell's parent when a shell stayed between --
+    is then in this process's group while ``dvc`` lives. An adopter is not (it was never
+    started by ``dvc``). A launcher that cannot be read (no ``/proc``, another user's)
+    counts as alive: the stage runs."""
+    if not os.environ.get("DVC_STAGE"):
+        return False
+    launcher = grandparent if parent > 1 and _is_command_shell(parent) else parent
+    if launcher <= 0:
+        return False
+    try:
+        return os.getpgid(launcher) != os.getpgid(0)
+    except ProcessLookupError:  # gone altogether
+        return True
+    except OSError:
+        return False
 
 
 #: shells that DVC (``$SHELL``, else ``/bin/sh``) may start a stage with

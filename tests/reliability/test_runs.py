@@ -562,6 +562,55 @@ def test_a_stage_started_through_a_shell_dies_with_dvc(tmp_path: Path, killed: s
         spawner.stdout.close()
 
 
+#: the stand-in for dvc, which says the PID of the shell it started
+SHELL_SPAWNER_PID = (
+    "import subprocess, sys, time; "
+    "p = subprocess.Popen([sys.argv[1], '-c', sys.argv[2]], stdin=0, stdout=1); "
+    "print(p.pid, flush=True); time.sleep(60)"
+)
+#: a stage that asks to die with dvc as soon as it has imported pipeline
+EARLY_STAGE = (
+    "import os, time; import pipeline; print(os.getpid(), flush=True); "
+    "from pipeline.lifecycle import die_with_parent; die_with_parent(); time.sleep(60)"
+)
+
+
+def test_a_stage_whose_dvc_died_before_it_started_exits(tmp_path: Path) -> None:
+    """Found by the crash test under load: ``dvc`` SIGKILLed 0.04 s into a stage, before
+    the stage's interpreter had imported :mod:`pipeline`; the parents it noted then were
+    already the adopters (init), so it watched them and ran to its end. A stage DVC
+    started (``DVC_STAGE``) whose launcher is outside its process group exits at once."""
+    dash = shutil.which("dash")
+    if dash is None:
+        pytest.skip("no dash here (Debian's /bin/sh)")
+    stage = f"{shlex.quote(sys.executable)} -c {shlex.quote(EARLY_STAGE)}"
+    read, write = os.pipe()
+    spawner = subprocess.Popen(  # dvc, in its own process group as under a shell's job
+        [sys.executable, "-c", SHELL_SPAWNER_PID, dash, f"read go; {stage}"],
+        stdin=read,
+        stdout=subprocess.PIPE,
+        env={**env(), "DVC_STAGE": "tune@test"},
+        text=True,
+        start_new_session=True,
+    )
+    os.close(read)
+    stage_pid = shell_pid = None
+    try:
+        shell_pid = int(spawner.stdout.readline())
+        os.kill(spawner.pid, signal.SIGKILL)  # dvc dies: the shell is adopted
+        spawner.wait(timeout=30)
+        os.write(write, b"go\n")  # only now does the stage's interpreter start
+        stage_pid = int(spawner.stdout.readline())
+        wait_for(lambda: process_gone(stage_pid), 30, "the stage to exit, its dvc long dead")
+        wait_for(lambda: process_gone(shell_pid), 30, "the shell to exit after its stage")
+    finally:
+        os.close(write)
+        for pid in (stage_pid, shell_pid):
+            if pid is not None and not process_gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        spawner.stdout.close()
+
+
 def test_a_signal_inside_a_critical_section_waits_for_its_end(monkeypatch) -> None:
     """A signal during a write to the store is raised when the write is done (an
     exception inside a database transaction would leave the store unusable)."""
