@@ -98,11 +98,11 @@ _EXIT = """
 import atexit, sys
 from mlflow.tracking import MlflowClient
 from pipeline import lifecycle
-from pipeline.runs import tracking
+from pipeline.runs import store
 
 atexit.register(lifecycle._exit_without_teardown)  # as main() does, before the stage's imports
 uri = "sqlite:///" + sys.argv[1]
-tracking.init_store(uri)
+store.init_store(uri)
 client = MlflowClient(tracking_uri=uri)
 run = client.create_run(client.create_experiment("exit"))
 client.log_metric(run.info.run_id, "test.accuracy", 0.75)

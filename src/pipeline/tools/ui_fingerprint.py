@@ -75,9 +75,10 @@ def fingerprint(files: list[str] | None = None, package: Path = PACKAGE) -> dict
 
 def record(out: Path) -> Path:
     """Write the fingerprint of the current code to ``out/FINGERPRINT`` (JSON)."""
-    path = out / FILE_NAME
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(fingerprint(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from ..fileio import make_dir, write_text
+
+    path = make_dir(out) / FILE_NAME
+    write_text(path, json.dumps(fingerprint(), indent=1, sort_keys=True) + "\n")
     return path
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from pipeline.config.run import RunConfig
 from pipeline.data import fetch
 from pipeline.data import prepare as preprocess
 from pipeline.data.api import load_prepared
+from pipeline.data.settings import data_settings
 from pipeline.errors import MissingRawDataError
 from pipeline.fileio import sha256_file
 from pipeline.params import compose_params
@@ -79,6 +81,12 @@ def test_seed_experiment_composes_with_its_seed(repeated_params: dict) -> None:
     assert cfg["dataset"]["name"] == "emotions" and cfg["set"]["name"] == "knapsack"
 
 
+def _data_of(dataset: str, data: dict) -> SimpleNamespace:
+    """What :func:`pipeline.runs.parallel.load` reads of a run: its dataset and typed data
+    settings."""
+    return SimpleNamespace(composition=SimpleNamespace(dataset=dataset), data=data_settings(data))
+
+
 def test_a_new_seed_is_split_in_memory_like_the_preprocess_stage(
     tmp_path: Path, mirror: Path
 ) -> None:
@@ -87,7 +95,7 @@ def test_a_new_seed_is_split_in_memory_like_the_preprocess_stage(
     preprocess.run(cfg_for(settings, datasets=["iris"], report=False))  # seed 0 only
     cfg = {"dataset": {"name": "iris"}, "data": {**settings.as_dict(), "seed": 3}}
     splits._DATA.clear()
-    mem = splits.load(cfg)  # no prepared iris+seed3: split in memory
+    mem = splits.load(_data_of("iris", cfg["data"]))  # no prepared iris+seed3: in memory
     assert mem.stats["in_memory"] and mem.variant == "iris+seed3"
     assert sorted(p.name for p in settings.prepared_dir.iterdir()) == ["iris"]  # nothing written
     disk = load_prepared("iris", cfg, prepare_missing=True)  # the preprocess stage's variant
@@ -101,7 +109,7 @@ def test_a_new_seed_is_split_in_memory_like_the_preprocess_stage(
     # the seed of the protocol missing: still the clear error of a missing variant
     splits._DATA.clear()
     with pytest.raises(MissingRawDataError, match="preprocess stage"):
-        splits.load({"dataset": {"name": "iris"}, "data": {**settings.as_dict(), "val_size": 0.3}})
+        splits.load(_data_of("iris", {**settings.as_dict(), "val_size": 0.3}))
     splits._DATA.clear()
 
 
@@ -166,7 +174,7 @@ def test_user_dataset_in_the_repeated_report(tmp_path: Path, mirror: Path) -> No
                 if name == "userlr":  # the registry entry, as Hydra composes dataset=userlr
                     c["dataset"] = yaml.safe_load((registry / "userlr.yaml").read_text())
                 typed = RunConfig.from_config(c)
-                data = splits.load(c)
+                data = splits.load(typed)
                 tuned = tune.run(typed, data, None)
                 fitted = refit.run(typed, data, tuned)
                 out = tmp_path / "data" / "eval" / key / name / run

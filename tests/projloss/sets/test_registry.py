@@ -229,7 +229,7 @@ PIPELINE_NAME_CASES = {
     # decoder=round is the ordinal ridge baseline of Table 4: it is defined on R^p alone
     "pipeline/config/composition.py": ["['reals']"],
     # the remedy for a label-ranking composition (cube decoder, entrywise Hamming loss)
-    "pipeline/runs/mlflow_view.py": ["['cube']"],
+    "pipeline/runs/structure_flags.py": ["['cube']"],
 }
 
 
