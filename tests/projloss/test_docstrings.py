@@ -21,7 +21,6 @@ from collections.abc import Iterator
 import pytest
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
-numpydoc_docscrape = pytest.importorskip("numpydoc.docscrape")
 
 #: The engine's public modules: the API reference documents their ``__all__``.
 PUBLIC_MODULES = (
@@ -149,38 +148,11 @@ def test_the_public_api_is_found() -> None:
     assert "projloss.estimators._base.ProjectionEstimatorBase.fit" in PUBLIC
 
 
-def _parameter_errors_of_plain_function(obj: object) -> list[tuple[str, str]] | None:
-    """``PR01``/``PR02`` for a plain function whose first parameter is named ``self`` or
-    ``cls`` (``register_set(cls, name)``): numpydoc takes it for a method's and drops it
-    from the signature, so that documenting it reads as an unknown parameter. ``None``
-    for any other object (numpydoc's own checks stand)."""
-    if not inspect.isfunction(obj) or "." in obj.__qualname__:
-        return None
-    signature = list(inspect.signature(obj).parameters.values())
-    if not signature or signature[0].name not in ("self", "cls"):
-        return None
-    names = [
-        ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + p.name
-        for p in signature
-    ]
-    documented = [p.name for p in numpydoc_docscrape.FunctionDoc(obj)["Parameters"]]
-    errors = []
-    if missing := [n for n in names if n not in documented]:
-        errors.append(("PR01", f"Parameters {missing} not documented"))
-    if unknown := [n for n in documented if n not in names]:
-        errors.append(("PR02", f"Unknown parameters {unknown}"))
-    return errors
-
-
 @pytest.mark.parametrize("path", PUBLIC)
 def test_numpydoc_sections(path: str) -> None:
     result = numpydoc_validate.validate(path)
     obj = _resolve(path)
-    found = result["errors"]
-    own = _parameter_errors_of_plain_function(obj)
-    if own is not None:
-        found = [(code, msg) for code, msg in found if code not in ("PR01", "PR02")] + own
-    errors = [f"{code} ({CHECKS[code]}): {msg}" for code, msg in found if code in CHECKS]
+    errors = [f"{code} ({CHECKS[code]}): {msg}" for code, msg in result["errors"] if code in CHECKS]
     raised = sorted(set(_raises_in_body(obj))) if not inspect.isclass(obj) else []
     if raised:
         doc = inspect.getdoc(obj.fget if isinstance(obj, property) else obj) or ""
