@@ -6,7 +6,8 @@ logged models, batches): no store internals, so a new MLflow release or schema m
 cannot be broken by this project writing rows behind MLflow's back. The calls are few per
 run: a parent run's metrics, params and tags are kept and written when it ends, in one
 ``log_batch`` (in chunks within MLflow's limits; a logged model's copies of the run's
-metrics with them), a tuned run's grid table in one ``log_table`` and its child runs in
+metrics with them), a tuned run's grid table in one artifact call (the file and the run
+tag ``log_table`` writes, the tag with the batch) and its child runs in
 three calls each (``create_run``, ``log_batch``, ``set_terminated``; 5 child runs by
 default, ``tracking.child_runs``), a model in four (``create_logged_model``,
 ``log_outputs``, ``log_model_artifacts``, ``finalize_logged_model``).
@@ -89,6 +90,8 @@ class MLflowTracker(Tracker):
         self.run_params: dict[str, str] = {}
         self.context_tags: dict[str, str] = {}
         self.artifact_uri: str | None = None
+        #: the active run's tag listing its tables (``mlflow.loggedArtifacts``)
+        self.logged_artifacts: str | None = None
         self.step0: dict[str, Any] = {}
         #: what the run's next ``log_batch`` writes (:meth:`flush`): metrics, params, tags
         self.pending: list[Any] = []
@@ -204,6 +207,7 @@ class MLflowTracker(Tracker):
             k: str(v) for k, v in run.data.tags.items() if k.startswith(CONTEXT_TAGS)
         }
         self.artifact_uri = run.info.artifact_uri
+        self.logged_artifacts = run.data.tags.get(tuning_log.LOGGED_ARTIFACTS)
         self.step0, self.pending = {}, []
         return run
 
@@ -256,19 +260,21 @@ class MLflowTracker(Tracker):
 
     def log_tuning(self, tuning: Mapping[str, Any], ties: str = "smallest") -> None:
         """The grid as metric histories of the parent run (with its batch) and the table
-        ``tuning/grid.json`` (``log_table``); the lambdas ``tracking.child_runs`` picks
-        as child runs (:mod:`pipeline.runs.tuning_log`)."""
+        ``tuning/grid.json`` (the file and run tag of ``log_table``, written with one
+        artifact call and the batch); the lambdas ``tracking.child_runs`` picks as child
+        runs (:mod:`pipeline.runs.tuning_log`)."""
         if self.run_id is None or self.exp_id is None:
             raise TrackingError("log_tuning needs an active parent run")
         children = tuning_log.child_indices(tuning, self.settings.child_runs, ties)
-        self.log_batch(tuning_log.grid_steps(tuning))
+        tag = tuning_log.logged_artifacts_tag(self.logged_artifacts)
+        self.logged_artifacts = tag
+        self.log_batch(tuning_log.grid_steps(tuning), tags={tuning_log.LOGGED_ARTIFACTS: tag})
+        text = tuning_log.table_text(tuning_log.grid_table(tuning, children))
         with (
             self.store(f"logging the tuning grid of run {self.run_id}"),
             self.artifact(tuning_log.TABLE),
         ):
-            self.client.log_table(
-                self.run_id, tuning_log.grid_table(tuning, children), tuning_log.TABLE
-            )
+            self.mlflow.log_text(text, tuning_log.TABLE)
         for i in children:
             self.child_run(*tuning_log.child_run(tuning, i))
 

@@ -7,10 +7,11 @@ index in ascending lambda order (:func:`grid_steps`: ``tuning/lambda``,
 ``tuning/val.<metric>``, ``tuning/fit_seconds``, ``tuning/n_iter``, ``tuning/converged``:
 the UI draws them in a ``tuning`` section of the run's charts, against the step or, chosen
 as the x-axis, ``tuning/lambda``) plus one table artifact, ``tuning/grid.json``
-(:func:`grid_table`, logged with ``mlflow.log_table``: the artifact view shows it as a
-table); the lambdas :func:`child_indices` picks are child runs too (:func:`child_run`:
-params ``lambda``, metrics ``val.<metric>``, ``fit_seconds``, ``converged``, ``n_iter``),
-named ``lambda=<value>``.
+(:func:`grid_table`, written as ``mlflow.log_table`` writes it, :func:`table_text`
+and :func:`logged_artifacts_tag`: the artifact view shows it as a table); the lambdas
+:func:`child_indices` picks are child runs too (:func:`child_run`: params ``lambda``,
+metrics ``val.<metric>``, ``fit_seconds``, ``converged``, ``n_iter``), named
+``lambda=<value>``.
 
 ``tracking.child_runs``: ``best-<k>`` (default ``best-5``) the k best lambdas by the run's
 selection metric (the first of ``task.select_by``), ties broken as the selection breaks
@@ -28,6 +29,9 @@ from typing import Any
 PREFIX = "tuning"
 #: the table artifact of the grid
 TABLE = f"{PREFIX}/grid.json"
+#: the run tag that lists a run's tables (what ``MlflowClient.log_table`` sets: the UI
+#: shows the artifacts it names as tables, and ``load_table`` finds them)
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 
 
 def lambda_name(lam: float | None) -> str:
@@ -131,6 +135,48 @@ def grid_table(tuning: Mapping[str, Any], children: list[int] | None = None) -> 
         "child_run": [i in chosen for i in range(n)],
         "selected_by": [" ".join(s) for s in selected],
     }
+
+
+def table_text(table: Mapping[str, list[Any]]) -> str:
+    """The JSON of a table of columns as ``MlflowClient.log_table`` writes it (pandas'
+    ``orient="split"`` without the index: ``columns`` and ``data`` rows; ``None`` is
+    ``null``), with every float at full precision (pandas keeps 10 digits).
+
+    ``log_table`` itself costs four store calls a run (it lists the run's artifacts to
+    append to an earlier table, reads the run, sets a tag); the tune stage writes this
+    text with one artifact call and the tag with the run's batch (:func:`logged_artifacts_tag`).
+
+    Examples
+    --------
+    >>> table_text({"lambda": [0.1, 1.0], "val.acc": [0.5, None]})
+    '{"columns": ["lambda", "val.acc"], "data": [[0.1, 0.5], [1.0, null]]}'
+    """
+    import json
+
+    columns = list(table)
+    rows = [list(row) for row in zip(*(table[c] for c in columns), strict=True)]
+    return json.dumps({"columns": columns, "data": rows}, allow_nan=False)
+
+
+def logged_artifacts_tag(current: str | None, path: str = TABLE) -> str:
+    """The value of the run tag :data:`LOGGED_ARTIFACTS` once the table ``path`` is
+    logged, given its ``current`` value (``None``: no table yet): ``log_table``'s rule
+    (each path listed once, as a ``table``).
+
+    Examples
+    --------
+    >>> logged_artifacts_tag(None)
+    '[{"path": "tuning/grid.json", "type": "table"}]'
+    >>> logged_artifacts_tag(logged_artifacts_tag(None)) == logged_artifacts_tag(None)
+    True
+    """
+    import json
+
+    value = json.loads(current or "[]")
+    entry = {"path": path, "type": "table"}
+    if entry not in value:
+        value.append(entry)
+    return json.dumps(value)
 
 
 def child_run(tuning: Mapping[str, Any], i: int) -> tuple[str, dict[str, Any], dict[str, float]]:
