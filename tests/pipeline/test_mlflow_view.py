@@ -136,21 +136,22 @@ def test_what_the_runs_table_and_the_run_page_show(
     assert len(params) <= view.MAX_PARAMS
     metrics = run.data.metrics
     assert metrics["test.hamming"] == pytest.approx(out["headline"]["hamming"])
-    assert {"val.hamming", "lambda.hamming", "curve.val.hamming", "curve.log10_lambda"} <= set(
+    assert {"val.hamming", "lambda.hamming", "tuning/val.hamming", "tuning/lambda"} <= set(
         metrics
     )  # the table shows a history's last value; the chart, the whole curve
+    assert not any(k.startswith("curve.") for k in metrics)  # the grid once, not twice
     assert run.data.tags["structure"] == "ok"
     assert "test hamming" in run.data.tags["mlflow.note.content"]
 
-    # the run page: the validation curve, one step per lambda of the grid
-    history = client.get_metric_history(run.info.run_id, "curve.val.hamming")
+    # the run page: the validation curve, one step per lambda of the grid (the tune's)
+    history = client.get_metric_history(run.info.run_id, "tuning/val.hamming")
     assert [m.step for m in sorted(history, key=lambda m: m.step)] == [0, 1, 2]
     np.testing.assert_allclose(
         [m.value for m in sorted(history, key=lambda m: m.step)],
         out["tune"]["metrics"]["hamming"],
     )
-    xs = client.get_metric_history(run.info.run_id, "curve.log10_lambda")
-    np.testing.assert_allclose(sorted(m.value for m in xs), [-4.0, 0.0, 4.0])
+    xs = client.get_metric_history(run.info.run_id, "tuning/lambda")
+    np.testing.assert_allclose(sorted(m.value for m in xs), [1e-4, 1.0, 1e4])
 
     # the dataset input (the Dataset column): name, digest of the raw files, sizes
     (inp,) = run.inputs.dataset_inputs

@@ -92,6 +92,8 @@ class MLflowTracker(Tracker):
         self.artifact_uri: str | None = None
         #: the active run's tag listing its tables (``mlflow.loggedArtifacts``)
         self.logged_artifacts: str | None = None
+        #: whether the active run has the tuning grid's metric histories
+        self.has_grid = False
         self.step0: dict[str, Any] = {}
         #: what the run's next ``log_batch`` writes (:meth:`flush`): metrics, params, tags
         self.pending: list[Any] = []
@@ -208,6 +210,7 @@ class MLflowTracker(Tracker):
         }
         self.artifact_uri = run.info.artifact_uri
         self.logged_artifacts = run.data.tags.get(tuning_log.LOGGED_ARTIFACTS)
+        self.has_grid = tuning_log.GRID_METRIC in run.data.metrics  # a resumed tuned run
         self.step0, self.pending = {}, []
         return run
 
@@ -267,7 +270,7 @@ class MLflowTracker(Tracker):
             raise TrackingError("log_tuning needs an active parent run")
         children = tuning_log.child_indices(tuning, self.settings.child_runs, ties)
         tag = tuning_log.logged_artifacts_tag(self.logged_artifacts)
-        self.logged_artifacts = tag
+        self.logged_artifacts, self.has_grid = tag, True
         self.log_batch(tuning_log.grid_steps(tuning), tags={tuning_log.LOGGED_ARTIFACTS: tag})
         text = tuning_log.table_text(tuning_log.grid_table(tuning, children))
         with (
@@ -277,6 +280,11 @@ class MLflowTracker(Tracker):
             self.mlflow.log_text(text, tuning_log.TABLE)
         for i in children:
             self.child_run(*tuning_log.child_run(tuning, i))
+
+    def ensure_grid(self, tuning: Mapping[str, Any]) -> None:
+        if self.run_id is not None and not self.has_grid:
+            self.has_grid = True
+            self.log_batch(tuning_log.grid_steps(tuning))
 
     def child_run(self, name: str, params: Mapping[str, Any], metrics: Mapping[str, float]) -> str:
         """A FINISHED child run of the active parent run: ``create_run``, ``log_batch``,

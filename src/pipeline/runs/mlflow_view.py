@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -248,25 +247,6 @@ def lambda_params(tuned: Mapping[str, Any]) -> dict[str, str]:
         for m, sel in tuned.get("selected", {}).items()
         if sel.get("lambda") is not None
     }
-
-
-def curve_metrics(tuned: Mapping[str, Any]) -> list[tuple[int, dict[str, float]]]:
-    """The validation curve as metric steps (step = index in the ascending λ grid):
-    ``curve.val.<metric>`` and ``curve.log10_lambda`` (an x axis to choose in MLflow's
-    chart); named ``curve.*`` so that the run's *Model metrics* tab shows them first.
-    Empty without a grid (the median) or with a single λ."""
-    lambdas = tuned.get("lambdas") or []
-    if len(lambdas) < 2 or any(lam is None for lam in lambdas):
-        return []
-    out = []
-    for i, lam in enumerate(lambdas):
-        step = {f"curve.val.{m}": float(v[i]) for m, v in tuned["metrics"].items()}
-        step["curve.log10_lambda"] = math.log10(float(lam))
-        out.append((i, step))
-    return out
-
-
-# --- dataset input -------------------------------------------------------------------
 
 
 def raw_digest(raw_files: Mapping[str, str]) -> str:
@@ -480,10 +460,10 @@ def log_run_page(
     tracker: Any, run: RunConfig, comp: Composition, data: Any, tuned: Mapping[str, Any]
 ) -> None:
     """Log what the run page shows beyond the test metrics: the λ each metric chose
-    (params), the validation curve (metric steps over the λ grid) and the dataset input."""
+    (params) and the dataset input. The validation curve is the tune stage's grid on the
+    same run (``tuning/val.<metric>`` over the λ index, ``tuning/lambda``;
+    :mod:`pipeline.runs.tuning_log`)."""
     tracker.log_params(lambda_params(tuned))
-    for step, values in curve_metrics(tuned):
-        tracker.log_metrics(values, step=step)
     if tracker.enabled and data is not None:
         dataset, tags = dataset_input(data, run)
         tracker.log_input(dataset, tags)

@@ -289,6 +289,8 @@ def evaluate(params: Mapping[str, Any], key: str) -> Path:
             metrics=run.metrics,
         ):
             per_split = next(pending)
+            if shape.record:  # the grid, when the tune stage's run is gone from the store
+                tracker.ensure_grid(entry["tune"])
             start -= sum(r.get("seconds", 0.0) for r, _ in per_split.values())  # the workers'
             record = {"experiment": key, "run": rid, "run_id": entry.get("run_id")}
             out_dir = _out(EVAL_DIR / key / rid)

@@ -69,6 +69,12 @@ class Tracker:
         and table, and the child runs ``tracking.child_runs`` asks for
         (:mod:`pipeline.runs.tuning_log`)."""
 
+    def ensure_grid(self, tuning: Mapping[str, Any]) -> None:
+        """The tuning grid's metric histories (``tuning/*``) on the active parent run when
+        it has none: a run that the evaluate stage started anew because the tune stage's
+        run is gone from the store. The validation curve of a run is these histories,
+        logged once (by the tune stage), not again by the evaluate stage."""
+
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         """Log numeric metrics to the active parent run (non-finite values skipped), at
         ``step`` when given (e.g. the split index of a split sweep)."""

@@ -29,6 +29,8 @@ from typing import Any
 PREFIX = "tuning"
 #: the table artifact of the grid
 TABLE = f"{PREFIX}/grid.json"
+#: the metric history of the grid's lambdas (a run that has it has the grid)
+GRID_METRIC = f"{PREFIX}/lambda"
 #: the run tag that lists a run's tables (what ``MlflowClient.log_table`` sets: the UI
 #: shows the artifacts it names as tables, and ``load_table`` finds them)
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"

@@ -160,7 +160,7 @@ def pages(experiment_id: str, ids: dict[str, str]) -> list[tuple[str, str, str]]
     return [
         ("runs.png", f"{exp}/runs?viewStateShareKey=projloss", "test.hamming"),
         ("run.png", run, "Datasets"),
-        ("run-metrics.png", f"{run}/model-metrics", "curve.val.hamming"),
+        ("run-metrics.png", f"{run}/model-metrics", "tuning/val.hamming"),
         ("artifacts.png", f"{run}/artifacts/figures/validation_curve.png", "config.yaml"),
         (
             "compare.png",

@@ -132,3 +132,26 @@ def test_child_runs_and_the_grid_in_a_sqlite_store(tmp_path: Path) -> None:
     assert list(table["child_run"]) == [False, False, True, True, False, False]
     assert list(table["selected_by"]) == ["acc", "", "", "mae", "", ""]
     assert table["val.mae"].isna().tolist() == [False] * 4 + [True, False]
+
+
+def test_the_grid_is_logged_once_and_again_only_on_a_new_run(tmp_path: Path) -> None:
+    """The evaluate stage resumes the tune stage's run, which has the grid: ``ensure_grid``
+    adds nothing (one step per lambda, not two); when that run is gone from the store the
+    stage logs into a new run, and ``ensure_grid`` gives it the grid."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.runs.mlflow_tracker import MLflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MLflowTracker(TrackingSettings(uri=uri, child_runs="none"))
+    with tracker.parent_run(task="ordinal", name="tuned", done="SCHEDULED") as tuned:
+        tracker.log_tuning(TUNING)
+    with tracker.parent_run(task="ordinal", name="tuned", run_id=tuned) as resumed:
+        tracker.ensure_grid(TUNING)
+    with tracker.parent_run(task="ordinal", name="gone", run_id="0" * 32) as fresh:
+        tracker.ensure_grid(TUNING)
+    client = MlflowClient(uri)
+    assert resumed == tuned and fresh != tuned
+    for run_id in (tuned, fresh):
+        lams = client.get_metric_history(run_id, tuning_log.GRID_METRIC)
+        assert sorted(m.step for m in lams) == list(range(len(TUNING["lambdas"])))
