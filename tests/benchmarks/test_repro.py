@@ -39,9 +39,9 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_not_measured_without_record(history: Path) -> None:
     res = repro.run(Context(quick=True))
-    check, speedup = res.checks
-    assert check.value is None and speedup.value is None
-    assert check.status == speedup.status == "NOT MEASURED"
+    check, speedup, parity = res.checks
+    assert check.value is None and speedup.value is None and parity.value is None
+    assert check.status == speedup.status == parity.status == "NOT MEASURED"
     assert "Not measured" in res.markdown
 
 
@@ -281,3 +281,28 @@ def test_dry_run_of_a_comparison(
     assert f"order: {parent} {head} {parent} {head}" in out
     assert f"compare-{parent}-{head}.json" in out
     assert not list(history.glob("*.json"))
+
+
+def test_a_comparison_with_a_parity_base_is_checked_apart(history: Path) -> None:
+    """Issue 14 checks the speed-up over the first commit (2x); issue 34 that HEAD is not
+    slower than the commit before its refactor (0.95x, back to back): each check takes the
+    newest comparison with its own base, so a newer parity comparison does not replace
+    (and fail) the speed-up check."""
+    base = repro.PARITY_BASES[0]
+    _record(history, "new", repro_seconds=140.0, breakdown={"tune": 90.0})
+    for name, commits, date, old, new in (
+        ("compare-old-new.json", ["old", "new"], "2026-05-01 00:00 UTC", 300.0, 140.0),
+        (f"compare-{base}-new.json", [base, "new"], "2026-05-02 00:00 UTC", 150.0, 155.0),
+    ):
+        comp = repro.comparison(
+            [_measured(commits[0], old, {"tune": 1.0}), _measured("new", new, {"tune": 1.0})],
+            commits,
+        )
+        comp["date"] = date
+        (history / name).write_text(json.dumps(comp), encoding="utf-8")
+    res = repro.run(Context(quick=True))
+    _, speedup, parity = res.checks
+    assert speedup.value == pytest.approx(300.0 / 140.0) and speedup.status == "PASS"
+    assert parity.value == pytest.approx(150.0 / 155.0) and parity.status == "PASS"
+    assert res.data["repro/parity"] == pytest.approx(0.968, abs=0.001)
+    assert f"compare-{base}-new.json" in res.markdown
