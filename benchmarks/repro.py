@@ -300,6 +300,14 @@ def breakdown(lines: Sequence[tuple[float, str]], total: float) -> dict[str, Any
     {'tune': 3.0, 'report': 2.0, 'dvc': 2.0}
     >>> [(s["name"], s["seconds"]) for s in b["stages"]]
     [('tune@a', 3.7), ('report', 2.8)]
+
+    A stage whose outputs come out as its lock entry says (no ``Updating lock file``
+    line) ends at its command's last line, not at DVC's blank line after it:
+
+    >>> out = [(0.5, "Running stage 'tune@a':"), (0.6, "> python -m pipeline.stage tune a"),
+    ...        (3.6, "stage tune@a done"), (5.6, ""), (6.0, "Running stage 'report':")]
+    >>> breakdown(out, 6.5)["by_type"]
+    {'tune': 3.0, 'report': 0.0, 'dvc': 3.5}
     """
     stages: list[dict[str, Any]] = []
     cmd: list[list[float]] = []  # per stage: [command start, last output line]
@@ -317,7 +325,7 @@ def breakdown(lines: Sequence[tuple[float, str]], total: float) -> dict[str, Any
                     cmd[-1] = [t, t]
             elif _LOCK.match(text):
                 closed[-1] = True
-            else:
+            elif text:  # DVC's blank line after a stage whose lock entry did not change
                 cmd[-1][1] = t
     by_type: dict[str, float] = {}
     processes: dict[str, int] = {}
