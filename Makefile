@@ -22,10 +22,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The docstring Examples of the engine (src/projloss) and the pipeline (src/pipeline) run as
-# doctests beside the test suite.
+# doctests beside the test suite. Bytecode is written even where PYTHONDONTWRITEBYTECODE is
+# set (these machines set it): the suite starts hundreds of Python processes, each of
+# which would compile src/ and pytest's rewritten test modules again (__pycache__/ is
+# ignored by git and DVC).
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks examples docs
-	$(BIN)/python -m pytest -n 2 tests src/projloss src/pipeline --doctest-modules
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2 tests src/projloss src/pipeline --doctest-modules
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests benchmarks examples docs
