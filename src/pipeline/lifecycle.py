@@ -25,6 +25,14 @@ jobs for another process (:func:`mark_worker`) raises the first signal in its jo
 ignores the later ones, and the signals that reach it between two jobs: the sweep's
 process decides.
 
+**A swallowed interruption.** Python runs a signal handler between two bytecodes of the
+main thread, wherever it is: inside a callback from C (numba compiling a kernel calls
+back into Python through ctypes), a ``__del__`` or a weakref callback, the exception the
+handler raises cannot propagate, and Python only prints ``Exception ignored ...``: the
+command went on to its end as if no signal had come. A hook of
+``sys.unraisablehook`` (:func:`_on_unraisable`) sees that exception and sends the signal
+again, to be raised at the next bytecode outside such a callback.
+
 ``PROJLOSS_DEBUG=1`` (or ``HYDRA_FULL_ERROR=1``) re-raises instead, with the traceback.
 Other exceptions are bugs: their traceback is printed as Python does.
 
@@ -85,6 +93,8 @@ _STOPPED: int | None = None
 _SWEEP_SIGNAL: Callable[[], int | None] | None = None
 #: the handlers that :func:`install_signal_handlers` replaced
 _PREVIOUS: dict[int, object] = {}
+#: :func:`_on_unraisable` is running (a signal then is sent again, not raised in it)
+_IN_HOOK = False
 
 
 def _interrupt(signum: int) -> KeyboardInterrupt:
@@ -99,6 +109,9 @@ def _on_signal(signum: int, frame: object) -> None:
         # the signal as if it had never inherited the handler.
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+        return
+    if _IN_HOOK:  # raised here, it would be discarded as well
+        _send_later(signum)
         return
     global _STOPPED
     if _WORKER:
@@ -126,6 +139,43 @@ def _on_signal(signum: int, frame: object) -> None:
     raise _interrupt(signum)
 
 
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: an interruption that :func:`_on_signal` raised in a job
+    (:func:`job`) inside a callback from C was discarded there; the signal is sent again
+    (its handler re-armed), from another thread once this hook has returned (a signal
+    sent here would be handled here, inside the hook, and discarded too), and raised at
+    the main thread's next bytecode, or sent again if that is a callback from C too.
+    Anything else goes to the previous hook."""
+    global _IN_HOOK, _STOPPED
+    exc = unraisable.exc_value
+    if os.getpid() != _OWNER or _ACTIVE == 0 or not isinstance(exc, KeyboardInterrupt):
+        _PREVIOUS_HOOK(unraisable)
+        return
+    _IN_HOOK = True
+    try:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        where = unraisable.object
+        log.debug("the %s raised in %r was discarded: sent again", signal_name(exc), where)
+        if _WORKER:
+            _STOPPED = None  # the job was not stopped: the signal must stop it
+        if signal.getsignal(signum) in (signal.SIG_IGN, None):  # SIGTERM's handler, once
+            signal.signal(signum, _on_signal)
+        _send_later(signum)
+    finally:
+        _IN_HOOK = False
+
+
+def _send_later(signum: int, delay: float = 0.005) -> None:
+    """Send ``signum`` to this process from a new thread, ``delay`` seconds later (the main
+    thread goes on: out of the hook that calls this by then)."""
+    timer = threading.Timer(delay, os.kill, args=(os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
+_PREVIOUS_HOOK = sys.unraisablehook
+
+
 @contextlib.contextmanager
 def critical() -> Iterator[None]:
     """A section that SIGINT / SIGTERM do not interrupt half-way (a write to the tracking
@@ -145,7 +195,8 @@ def critical() -> Iterator[None]:
 
 def install_signal_handlers() -> None:
     """SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt``, in the main
-    thread, except inside a :func:`critical` section, in this process only (a forked
+    thread, except inside a :func:`critical` section (and again when a callback from C
+    discarded it: :func:`_on_unraisable`), in this process only (a forked
     child that receives one before it sets its own handlers dies of it, without a
     traceback). No-op outside the main thread. SIGINT is left alone when something else
     handles it (ignored: ``nohup``, a background job), except in a sweep's worker
@@ -155,6 +206,9 @@ def install_signal_handlers() -> None:
     if _OWNER == os.getpid() or threading.current_thread() is not threading.main_thread():
         return
     _OWNER = os.getpid()  # first: a signal right after the next line is this process's
+    global _PREVIOUS_HOOK
+    if sys.unraisablehook is not _on_unraisable:
+        _PREVIOUS_HOOK, sys.unraisablehook = sys.unraisablehook, _on_unraisable
     _PREVIOUS[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_signal)
     current = signal.getsignal(signal.SIGINT)
     if current is signal.default_int_handler or _WORKER:

@@ -1,0 +1,68 @@
+"""A signal whose interruption a callback from C discarded still stops the command
+(:func:`pipeline.lifecycle._on_unraisable`).
+
+Python runs a signal handler between two bytecodes of the main thread, wherever they are.
+Inside a callback from C (numba compiling a kernel calls back into Python through
+ctypes; found when SIGTERM reached ``python -m pipeline.train`` during a compilation),
+the exception the handler raises is only printed as ``Exception ignored ...``, and the
+command went on to its end with exit status 0. Here the callback is libc's ``qsort``
+calling a Python comparison, which sends the signal to its own process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from .conftest import ROOT
+
+SCRIPT = textwrap.dedent(
+    """
+    import ctypes, os, signal, sys, time
+    from pipeline import lifecycle
+
+    sig = getattr(signal, sys.argv[1])
+    sent = []
+
+    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+    def compare(a, b):
+        if not sent:
+            sent.append(sig)
+            os.kill(os.getpid(), sig)
+            for _ in range(1000):  # the handler runs here, inside the callback
+                pass
+        return 0
+
+    values = (ctypes.c_int * 64)(*range(64))
+    libc = ctypes.CDLL(None)
+    with lifecycle.command("the qsort command", remedy="run it again"):
+        libc.qsort(values, 64, ctypes.sizeof(ctypes.c_int), compare)
+        start = time.monotonic()
+        while time.monotonic() - start < 10.0:  # a command's work after the callback
+            pass
+        print("ran to its end", flush=True)  # without the fix: here, status 0
+    """
+)
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
+    name: str, status: int
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, name],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == status, done.stdout + done.stderr
+    assert "ran to its end" not in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: the qsort command was interrupted by SIG"), done.stderr
+    assert lines[-1].endswith("run it again")
