@@ -82,7 +82,7 @@ def test_iris_end_to_end_into_a_temporary_store(prepared, tmp_path, monkeypatch)
     assert [m.value for m in loss] == pytest.approx(model.history_["loss"])
     val = client.get_metric_history(run.info.run_id, "epoch.val_score")
     assert [m.value for m in val] == pytest.approx(model.history_["val_score"])
-    # one child run per lambda (best-5 of a grid of 2), the test metric
+    # one child run per lambda (best-3 of a grid of 2), the test metric
     children = client.search_runs(
         [run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'"
     )

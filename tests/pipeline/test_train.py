@@ -68,7 +68,7 @@ def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_mod
     # child runs below, and the run's count and tag over all of them
     assert m["refit_converged"] == 1.0 and m["refit_n_iter"] >= 1
     assert m["non_converged_fits"] == 0.0 and run.data.tags["converged"] == "true"
-    # one child run per lambda (tracking.child_runs: best-5, a grid of 3)
+    # one child run per lambda (tracking.child_runs: best-3, a grid of 3)
     children = client.search_runs(
         [run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'"
     )

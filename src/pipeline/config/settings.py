@@ -228,8 +228,9 @@ class TrackingSettings:
     group: str | None = None
     register: bool = False
     #: the lambdas of a tuned run logged as child runs: ``best-<k>`` (the k best by the
-    #: run's selection metric, MLflow's ``max_tuning_runs`` convention), ``all``, ``none``
-    child_runs: str = "best-5"
+    #: run's selection metric, MLflow's ``max_tuning_runs`` convention; 3 by default, where
+    #: MLflow takes 5: each child run is three store calls), ``all``, ``none``
+    child_runs: str = "best-3"
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None) -> TrackingSettings:

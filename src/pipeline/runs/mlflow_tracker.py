@@ -8,7 +8,7 @@ run: a parent run's metrics, params and tags are kept and written when it ends, 
 ``log_batch`` (in chunks within MLflow's limits; a logged model's copies of the run's
 metrics with them), a tuned run's grid table in one artifact call (the file and the run
 tag ``log_table`` writes, the tag with the batch) and its child runs in
-three calls each (``create_run``, ``log_batch``, ``set_terminated``; 5 child runs by
+three calls each (``create_run``, ``log_batch``, ``set_terminated``; 3 child runs by
 default, ``tracking.child_runs``), a model in four (``create_logged_model``,
 ``log_outputs``, ``log_model_artifacts``, ``finalize_logged_model``).
 """

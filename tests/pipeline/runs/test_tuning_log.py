@@ -64,8 +64,8 @@ def test_a_bad_child_runs_value_is_one_line_naming_the_key(bad) -> None:
     assert "best-<k>" in text and "all" in text and "none" in text
 
 
-def test_the_default_is_mlflows_five_best() -> None:
-    assert TrackingSettings().child_runs == "best-5"
+def test_the_default_is_the_three_best() -> None:
+    assert TrackingSettings().child_runs == "best-3"
     assert TrackingSettings.from_config({"child_runs": "all"}).child_runs == "all"
 
 
