@@ -12,6 +12,7 @@ calling a Python comparison, which sends the signal to its own process.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -60,6 +61,9 @@ def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
         capture_output=True,
         text=True,
         timeout=60,
+        # SIGINT as in a terminal (a test worker's child may inherit it ignored, and the
+        # command then leaves it so: nohup, a background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert done.returncode == status, done.stdout + done.stderr
     assert "ran to its end" not in done.stdout
