@@ -31,7 +31,9 @@ back into Python through ctypes), a ``__del__`` or a weakref callback, the excep
 handler raises cannot propagate, and Python only prints ``Exception ignored ...``: the
 command went on to its end as if no signal had come. A hook of
 ``sys.unraisablehook`` (:func:`_on_unraisable`) sees that exception and sends the signal
-again, to be raised at the next bytecode outside such a callback.
+again, to be raised at the next bytecode outside such a callback. Once the command is
+interrupted, the finalizers of objects whose constructor the signal cut short may fail as
+the exit frees them: that is not printed either (:func:`_after_interruption`).
 
 ``PROJLOSS_DEBUG=1`` (or ``HYDRA_FULL_ERROR=1``) re-raises instead, with the traceback.
 Other exceptions are bugs: their traceback is printed as Python does.
@@ -415,8 +417,25 @@ def command(what: str | None = None, remedy: str | None = None) -> Iterator[None
     except KeyboardInterrupt as exc:
         if debug():
             raise
+        sys.unraisablehook = _after_interruption
         print(interrupted_line(what, exc, remedy), file=sys.stderr, flush=True)
         sys.exit(interrupted_status(exc))
+
+
+def _after_interruption(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook`` once a command was interrupted: the signal may have cut an
+    object's constructor short (llvmlite's ``ObjectRef.__init__`` while numba compiled a
+    kernel), and its finalizer then fails when the exit frees it (``AttributeError: ...
+    no attribute '_as_parameter_'``, printed as ``Exception ignored in ...`` after the
+    command's one error line). Such a failure is the interruption's consequence, already
+    reported: logged at debug level, not printed (with ``PROJLOSS_DEBUG=1`` the command
+    re-raises the interruption, and Python prints everything as usual)."""
+    log.debug(
+        "after the interruption, ignored in %r: %s: %s",
+        unraisable.object,
+        type(unraisable.exc_value).__name__,
+        unraisable.exc_value,
+    )
 
 
 #: glibc ``mallopt`` parameters (malloc.h) and the values the stages set

@@ -1,5 +1,7 @@
 """A signal whose interruption a callback from C discarded still stops the command
-(:func:`pipeline.lifecycle._on_unraisable`).
+(:func:`pipeline.lifecycle._on_unraisable`), and an interrupted command prints its one
+error line, not the failures of finalizers that the signal left half-built
+(:func:`pipeline.lifecycle._after_interruption`).
 
 Python runs a signal handler between two bytecodes of the main thread, wherever they are.
 Inside a callback from C (numba compiling a kernel calls back into Python through
@@ -70,3 +72,51 @@ def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("error: the qsort command was interrupted by SIG"), done.stderr
     assert lines[-1].endswith("run it again")
+
+
+HALF_BUILT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pipeline import lifecycle
+
+    sig = getattr(signal, sys.argv[1])
+
+    class Handle:  # as llvmlite's ObjectRef: its finalizer needs what __init__ sets last
+        def __init__(self):
+            os.kill(os.getpid(), sig)
+            for _ in range(1000):  # the handler raises here, before the handle is set
+                pass
+            self.handle = 1
+
+        def __del__(self):
+            self.handle  # AttributeError when __init__ was cut short
+
+    with lifecycle.command("the build command", remedy="run it again"):
+        Handle()
+        print("ran to its end", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_interrupted_command_prints_one_line_not_the_half_built_objects_finalizers(
+    name: str, status: int
+) -> None:
+    """Found in CI: SIGINT reached ``python -m pipeline.train`` while numba compiled a
+    kernel; after the one error line, the exit printed ``Exception ignored in:
+    <function ObjectRef.__del__ ...>`` and an ``AttributeError`` traceback from llvmlite,
+    whose constructor the signal had cut short."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", HALF_BUILT, name],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert done.returncode == status, done.stdout + done.stderr
+    assert "ran to its end" not in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: the build command was interrupted by SIG"), done.stderr
