@@ -5,9 +5,12 @@ It binds ``SOCKET`` first (stage processes may connect while it imports), starts
 *kernel compiler* (``python -m pipeline.preload_server --compile-kernels``: a process that
 calls every set's compiled kernels once, so that numba compiles into its disk cache those
 it has not cached yet -- seconds on a fresh clone -- on the other core while the first
-stages run), imports the modules of :data:`PRELOAD`, then serves one request at a time; when
-the compiler has ended it loads the kernels from the cache (between requests, or while a
-child runs), so that the children forked after that find them loaded. It checks that the
+stages run), imports the modules of :data:`PRELOAD`, says it is ready, then serves one
+request at a time; when the compiler has ended it loads the kernels from the cache
+(between requests, or while a child runs), so that the children forked after that find
+them loaded. What only the stages after the first tune stage need (:data:`LATE`: skops
+and MLflow's first model save, for refit and evaluate, 3 s, a third of the imports) comes
+after it is ready, when no stage waits: in the gaps while DVC records a stage. It checks that the
 stage process could run
 in a fork of this process (:func:`_refusal`: the same Python, import-time settings and
 source files), forks a child that becomes the stage process (its standard streams,
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -32,7 +36,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +58,6 @@ PRELOAD = (
     "mlflow.genai",  # what MLflow's database store imports (through the public client)
     "sqlalchemy.orm",
     "alembic.runtime.migration",
-    "skops.io",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
     "threadpoolctl",
@@ -71,6 +74,23 @@ PRELOAD = (
     "pipeline.runs.mlflow_view",
     "pipeline.runs.figures",
     "pipeline.report.build",
+)
+
+
+def _save_a_model() -> None:
+    packaging = sys.modules.get("pipeline.runs.model_packaging")
+    if packaging is not None:  # MLflow's scan of the packages
+        packaging.warm_up()
+
+
+#: what the server does once it is ready, one item at a time while no stage waits
+#: (:func:`serve`): imported only by the stages that log or load models (refit,
+#: evaluate), never by the first tune stage, which would otherwise wait for them.
+#: ``skops.io`` (MLflow's scikit-learn format) imports every scikit-learn module, and so
+#: torch (2-4 s); the first model save scans the installed packages (0.7-2.5 s).
+LATE: tuple[Callable[[], Any], ...] = (
+    functools.partial(importlib.import_module, "skops.io"),
+    _save_a_model,
 )
 
 
@@ -94,12 +114,18 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
     threads = threading.active_count()
     with contextlib.suppress(FileExistsError):
         open(path + READY, "x").close()  # the stages that would not wait for it: now do
+    late = list(LATE if "pipeline.runs.model_packaging" in modules else ())
     while True:
         if warm_up is not None and not warm_up.pending:
             warm_up = None
         waited = [listener] if warm_up is None else [listener, warm_up]
-        if warm_up is not None and warm_up in select.select(waited, [], [])[0]:
+        ready = select.select(waited, [], [], 0.0 if late else None)[0]
+        if warm_up is not None and warm_up in ready:
             warm_up.finish()
+            continue
+        if not ready:  # no stage waits: the next late item (a stage may wait for it)
+            with contextlib.suppress(Exception):
+                late.pop(0)()
             continue
         conn, _ = listener.accept()
         with conn:
@@ -152,9 +178,6 @@ def _preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    if "pipeline.runs.model_packaging" in sys.modules:  # MLflow's scan of the packages
-        with contextlib.suppress(Exception):
-            sys.modules["pipeline.runs.model_packaging"].warm_up()
 
 
 class KernelWarmUp:

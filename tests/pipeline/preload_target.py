@@ -3,7 +3,8 @@ prints ``ready <pid> <ppid>``, then sleeps until a signal: SIGINT (``KeyboardInt
 prints ``interrupted`` and exits 130; SIGTERM writes the file named by ``$MARKER`` and
 exits 143. With an argument ``exit:N`` it prints its argv, directory, ``$PRELOAD_TEST`` and
 parent PID and exits N at once; with ``kernels`` it prints how many of the engine's compiled
-kernels the process has loaded (``kernels N``) and exits 0."""
+kernels the process has loaded (``kernels N``), with ``skops`` whether it has imported
+``skops.io`` (``skops 0|1``), and exits 0."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ def loaded_kernels() -> int:
 def main() -> None:
     if sys.argv[1:] == ["kernels"]:
         print("kernels", loaded_kernels(), flush=True)
+        return
+    if sys.argv[1:] == ["skops"]:
+        print("skops", int("skops.io" in sys.modules), flush=True)
         return
     if sys.argv[1:] and sys.argv[1].startswith("exit:"):
         env = os.environ.get("PRELOAD_TEST")

@@ -233,6 +233,35 @@ def test_kernels_compile_in_another_process_while_stages_run(
     assert probe.stdout.strip() == "compiling 0"
 
 
+def test_what_only_later_stages_need_is_imported_once_the_server_is_ready(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """skops (MLflow's model format: refit and evaluate log and load models) is not among
+    the imports that the first stage waits for: the server says it is ready without it,
+    serves the stage that waited, then imports it while no stage waits; a stage forked
+    after that (in the server: not refused) has it."""
+    script = (
+        '"$PY" -c "$CLIENT" skops; i=0; '
+        'until "$PY" -c "$CLIENT" skops | grep -q "skops 1"; do '
+        "i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.2; done; "
+        '"$PY" -c "$CLIENT" skops'
+    )
+    done = subprocess.run(
+        # slow_import (1 s) last: the first stage surely connects before the server is ready
+        _preload("sh", "-c", script, modules="numpy,pipeline.runs.model_packaging,slow_import"),
+        cwd=tmp_path,
+        env=_env(short_tmp, PY=sys.executable, CLIENT=CLIENT, SLOW_IMPORT="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = [line for line in done.stdout.splitlines() if line.startswith("skops")]
+    assert seen[0] == "skops 0" and seen[-1] == "skops 1", done.stdout
+    assert "note:" not in done.stderr, done.stderr  # every stage ran in a fork
+    assert preload_servers(short_tmp) == []
+
+
 def test_a_light_stage_runs_here_while_the_server_imports(tmp_path: Path, short_tmp: Path) -> None:
     """While the server imports (here a module that takes 3 s), a stage that does not wait
     for it (fetch, preprocess: ``delegate(wait=False)``) runs in its own process, with one

@@ -68,8 +68,9 @@ def warm_up() -> None:
     """Save a tiny scikit-learn model once, into a temporary folder, as
     :func:`prepare_model` saves one: MLflow's check of a model's requirements scans every
     installed distribution the first time in a process (0.9 to 2.5 s). The preload server
-    (:mod:`pipeline.preload_server`) calls it before it forks the stages, so that their
-    evaluate workers start with the scan done."""
+    (:mod:`pipeline.preload_server`) calls it once it is ready, between two stages, so
+    that the refit and evaluate stages (and their workers) forked after that start with
+    the scan done."""
     import tempfile
 
     import mlflow.sklearn
