@@ -77,10 +77,26 @@ PRELOAD = (
 )
 
 
+#: the folder of :func:`_save_a_model` while it saves (removed on SIGTERM too)
+_SCRATCH: str | None = None
+
+
 def _save_a_model() -> None:
+    """MLflow's first model save (:func:`pipeline.runs.model_packaging.warm_up`), into a
+    temporary folder that the server removes even when SIGTERM stops it meanwhile."""
+    global _SCRATCH
+    import shutil
+    import tempfile
+
     packaging = sys.modules.get("pipeline.runs.model_packaging")
-    if packaging is not None:  # MLflow's scan of the packages
-        packaging.warm_up()
+    if packaging is None:
+        return
+    _SCRATCH = tempfile.mkdtemp(prefix="projloss-warm-up-")
+    try:
+        packaging.warm_up(_SCRATCH)
+    finally:
+        shutil.rmtree(_SCRATCH, ignore_errors=True)
+        _SCRATCH = None
 
 
 #: what the server does once it is ready, one item at a time while no stage waits
@@ -150,7 +166,8 @@ def serve(path: str, modules: Sequence[str] = PRELOAD) -> None:
 def _remove_socket_on_sigterm(path: str) -> None:
     """On SIGTERM (the command stops the server, or died: ``PR_SET_PDEATHSIG``) remove the
     socket, its ready file and their private directory (``pipeline-preload-*``, made by
-    :func:`pipeline.preload.running_server`), then die of the signal: a command killed with
+    :func:`pipeline.preload.running_server`) and the folder of a model save under way
+    (:func:`_save_a_model`), then die of the signal: a command killed with
     SIGKILL (``make repro`` killed) cannot remove them itself, and they would pile up in
     ``$TMPDIR``. The children reset SIGTERM before anything else (:func:`_child`)."""
 
@@ -158,6 +175,10 @@ def _remove_socket_on_sigterm(path: str) -> None:
         for name in (path + READY, path):
             with contextlib.suppress(OSError):
                 os.unlink(name)
+        if _SCRATCH is not None:  # stopped while it saved its first model
+            import shutil
+
+            shutil.rmtree(_SCRATCH, ignore_errors=True)
         directory = os.path.dirname(path)
         if os.path.basename(directory).startswith("pipeline-preload-"):
             with contextlib.suppress(OSError):

@@ -331,3 +331,35 @@ def test_a_killed_preload_command_leaves_no_socket_directory(
             proc.wait()
     assert preload_servers(short_tmp) == []
     assert list(short_tmp.iterdir()) == []
+
+
+def test_a_server_stopped_during_its_first_model_save_leaves_nothing(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    """The server saves a first model once it is ready (MLflow's scan of the packages, for
+    the refit and evaluate stages), into a temporary folder: killed meanwhile (the
+    command killed, the server ended by ``PR_SET_PDEATHSIG``), it removes that folder
+    too (found by the crash test: ``projloss-warm-up-*`` left in ``$TMPDIR``)."""
+    proc = subprocess.Popen(
+        _preload("sleep", "60", modules="numpy,pipeline.runs.model_packaging"),
+        cwd=tmp_path,
+        env=_env(short_tmp),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(short_tmp.glob("projloss-warm-up-*")):  # the save takes 0.5-2.5 s
+            assert time.monotonic() < deadline, "the server did not save a first model"
+            assert proc.poll() is None
+            time.sleep(0.001)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        deadline = time.monotonic() + 30
+        while preload_servers(short_tmp) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert preload_servers(short_tmp) == []
+    assert list(short_tmp.iterdir()) == []
