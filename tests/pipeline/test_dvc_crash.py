@@ -617,9 +617,10 @@ def test_dvc_repro_resumes_after_sigkill_at_any_instant(
         "preload": [sys.executable, "-m", "pipeline.preload", dvc, "repro"],
         "plain": [dvc, "repro"],
     }
-    # numba's disk cache of the copy filled first (every set's kernels, as the preload
-    # server's kernel compiler does on a fresh clone): the reference is then timed as the
-    # runs it stands for
+    # numba's disk cache of the copy completed first (copy_project brings the kernels this
+    # checkout has cached; the rest compiled here, every set's, as the preload server's
+    # kernel compiler does on a fresh clone): the reference is then timed as the runs it
+    # stands for
     subprocess.run(
         [sys.executable, "-m", "pipeline.preload_server", "--compile-kernels"],
         cwd=repo,
