@@ -248,7 +248,10 @@ def test_in_place_quadrature_kernel_is_scipys_logsumexp() -> None:
     from pipeline.report.hierarchical import _log_kernel, _logsumexp_kernel
 
     rng = np.random.default_rng(4)
-    z = rng.normal(scale=30.0, size=(7, 5, 3, 24))
-    for df in (3.0, rng.uniform(1.01, 1e4, size=(1, 1, 3, 1))):
-        want = logsumexp(_log_kernel(z, df), axis=-1)
-        np.testing.assert_allclose(_logsumexp_kernel(z.copy(), df), want, rtol=1e-13, atol=1e-13)
+    for scale in (30.0, 1e-3, 1e-9):  # tiny z: log(1 + x) where log1p would be exact
+        z = rng.normal(scale=scale, size=(7, 5, 3, 24))
+        for df in (3.0, rng.uniform(1.01, 1e4, size=(1, 1, 3, 1)), 1e4):
+            want = logsumexp(_log_kernel(z, df), axis=-1)
+            # the absolute error of log(1 + x) in log space, times (df + 1) / 2
+            atol = 1e-13 + (np.max(df) + 1) * 2.0**-52
+            np.testing.assert_allclose(_logsumexp_kernel(z.copy(), df), want, rtol=1e-13, atol=atol)
