@@ -178,11 +178,24 @@ def test_services_are_stopped_by_pid(tmp_path):
     wait_for(lambda: not alive(), 10, "every process of the group to die")
 
 
-def _stop_mid_sweep(url: str, sweep: Path, proc: Any, sig: int, group: bool) -> tuple[int, str]:
-    """Send ``sig`` to the sweep (its process group: Ctrl-C in a terminal) once a job has
-    logged a child run; its exit status and output."""
+def _stop_mid_sweep(
+    url: str, sweep: Path, proc: Any, sig: int, group: bool, n_jobs: int
+) -> tuple[int, str]:
+    """Send ``sig`` to the sweep (its process group: Ctrl-C in a terminal) once each of its
+    ``n_jobs`` jobs has started its parent run, or once a job has logged a child run
+    (whichever comes first); its exit status and output.
+
+    Jobs that start together are then all early in their long grid (``lambdas.num=400``),
+    the signal sooner and surer to find them running than after a whole grid (a child run:
+    the job is then near its end). The child run stays as the latest moment: a job that
+    starts late does not delay the signal past it."""
+
+    def started() -> bool:
+        parents, children = sweep_runs(url, str(sweep))
+        return bool(children) or sum(p.info.status == "RUNNING" for p in parents) >= n_jobs
+
     try:
-        wait_for(lambda: sweep_runs(url, str(sweep))[1], 180, "a child run")
+        wait_for(started, 180, f"{n_jobs} RUNNING parent runs or a child run")
         (os.killpg if group else os.kill)(proc.pid, sig)
     finally:
         code, out = finish(proc, timeout=180)
@@ -220,7 +233,9 @@ def test_sigterm_stops_a_ray_sweep(ray_cluster, tracking_server, iris_data, tmp_
         tmp_path,
         {"RAY_ADDRESS": ray_cluster.address},
     )
-    code, out = _stop_mid_sweep(tracking_server.url, sweep, proc, signal.SIGTERM, group=False)
+    code, out = _stop_mid_sweep(
+        tracking_server.url, sweep, proc, signal.SIGTERM, group=False, n_jobs=2
+    )
     _assert_stopped(tracking_server.url, sweep, code, out, signal.SIGTERM)
     wait_for(lambda: not ray_cluster.worker_pids(), 30, "the Ray workers to be idle")
 
@@ -236,5 +251,7 @@ def test_ctrl_c_stops_a_submitit_local_sweep(tracking_server, iris_data, tmp_pat
     launcher = ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5",
                 "set=birkhoff,permutahedron", *light]  # fmt: skip
     proc = start_sweep(sweep_args(tracking_server.url, sweep, iris_data, launcher), tmp_path)
-    code, out = _stop_mid_sweep(tracking_server.url, sweep, proc, signal.SIGINT, group=True)
+    code, out = _stop_mid_sweep(
+        tracking_server.url, sweep, proc, signal.SIGINT, group=True, n_jobs=2
+    )
     _assert_stopped(tracking_server.url, sweep, code, out, signal.SIGINT)
