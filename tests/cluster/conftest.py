@@ -1,6 +1,8 @@
 """Fixtures of the cluster tests: real services on 127.0.0.1, stopped by PID.
 
-- ``tracking_server``: a throwaway PostgreSQL cluster and an MLflow server on it, artifacts
+- ``postgres_cluster``: a throwaway PostgreSQL cluster (:func:`fresh_database` adds an empty
+  database to it).
+- ``tracking_server``: an MLflow server on that cluster's database ``mlflow``, artifacts
   served from a temporary directory.
 - ``ray_cluster``: a Ray head node with 2 CPUs and a 100 MB object store.
 - ``iris_data``: iris fetched from the mirror and prepared in a temporary directory.
@@ -50,13 +52,37 @@ def iris_data(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[services.MlflowServer]:
+def postgres_cluster() -> Iterator[str]:
+    """The URI of the database ``mlflow`` of a throwaway PostgreSQL cluster: one per
+    session (an initdb and a server start cost seconds); a test that needs an empty
+    store asks :func:`fresh_database` for a database of its own in it."""
     if services.pg_bindir() is None:
         pytest.skip("PostgreSQL server binaries (initdb, postgres) are not installed")
-    with (
-        services.postgres() as db,
-        services.mlflow_server(db, tmp_path_factory.mktemp("mlflow")) as server,
-    ):
+    with services.postgres() as uri:
+        yield uri
+
+
+def fresh_database(uri: str, name: str) -> str:
+    """A new, empty database ``name`` on the server of ``uri``; its URI."""
+    import psycopg2
+    from sqlalchemy.engine import make_url
+
+    url = make_url(uri)
+    conn = psycopg2.connect(host=url.host, port=url.port, user=url.username, dbname=url.database)
+    try:
+        conn.autocommit = True  # CREATE DATABASE refuses to run in a transaction
+        with conn.cursor() as cur:
+            cur.execute(f'create database "{name}"')
+    finally:
+        conn.close()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def tracking_server(
+    postgres_cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[services.MlflowServer]:
+    with services.mlflow_server(postgres_cluster, tmp_path_factory.mktemp("mlflow")) as server:
         yield server
 
 

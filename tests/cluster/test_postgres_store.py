@@ -1,27 +1,27 @@
 """The pipeline's writes to a PostgreSQL tracking store (``tracking.uri`` a
-``postgresql+psycopg2://`` URI, no MLflow server; MLflow's public client only): a
-throwaway PostgreSQL cluster on 127.0.0.1, stopped by PID."""
+``postgresql+psycopg2://`` URI, no MLflow server; MLflow's public client only): an empty
+database in the session's throwaway PostgreSQL cluster on 127.0.0.1 (conftest.py), stopped
+by PID."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pipeline.cluster import services
 from pipeline.runs.mlflow_tracker import MLflowTracker
 from pipeline.runs.tracking import TrackingSettings
+
+from .conftest import fresh_database
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 
 @pytest.fixture(scope="module")
-def postgres_uri() -> Iterator[str]:
-    if services.pg_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, postgres) are not installed")
-    with services.postgres() as uri:
-        yield uri
+def postgres_uri(postgres_cluster: str) -> str:
+    """An empty database (the store's schema is created by the test's first write) in the
+    session's PostgreSQL cluster, which the tracking server's tests share."""
+    return fresh_database(postgres_cluster, "store_test")
 
 
 def test_a_tuned_and_evaluated_run_on_postgresql(postgres_uri: str, tmp_path: Path) -> None:
