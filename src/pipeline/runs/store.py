@@ -276,7 +276,7 @@ def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
             f"{free}); free some space on {mount} or use another tracking.uri, then re-run "
             "(the transaction was rolled back: the store is intact)"
         )
-    if any(s in text for s in _CONNECTION_LOST):
+    if connection_lost(exc):
         cause = "the server stopped answering (connection refused or reset)"
         remedy = (
             "the run stays RUNNING there: restart the server and re-run (the new run marks "
@@ -288,6 +288,13 @@ def store_error(uri: str, exc: BaseException, doing: str) -> TrackingError:
     return TrackingError(
         f"tracking store {_hide_password(uri)} failed while {doing}: {cause}; {remedy}"
     )
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says that a tracking server did not answer (refused, reset, timed
+    out): one that may answer a moment later (restarting)."""
+    text = " ".join(str(exc).split())
+    return any(s in text for s in _CONNECTION_LOST)
 
 
 def is_store_error(exc: BaseException) -> bool:
