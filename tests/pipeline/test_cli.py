@@ -125,13 +125,13 @@ def test_bash_completion_of_the_console_script(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sweep_output(prepared, tmp_path: Path) -> None:
+def test_sweep_output(prepared, tmp_path: Path, store_uri: str) -> None:
     """A 2-job sweep on iris: each job announced once ([job i/2], not Hydra's own
     ``#i : ...`` too), each summary line ends with its MLflow run id, and the
     convergence warning (model.max_iter=1) names the lambda and the remedy."""
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     args = [
         str(BIN / "projloss-train"),
         "dataset=iris",

@@ -97,12 +97,12 @@ def allow_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.slow
 def test_what_the_runs_table_and_the_run_page_show(
-    prepared, tmp_path, caplog, allow_model_loading
+    prepared, tmp_path, caplog, allow_model_loading, store_uri
 ) -> None:
     import mlflow.sklearn
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     common = [f"tracking.uri={uri}", "tracking.figures=false", "progress=false"]
     cfg = run_config(prepared, ["lambdas.num=3", "tracking.register=true", *common])
     out = train.run(cfg)

@@ -18,10 +18,12 @@ Hydra (dry run).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -31,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from docs_pages import pages
+from stores import empty_store
 
 from .conftest import ROOT, data_overrides
 
@@ -426,7 +429,9 @@ def _train_commands() -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", _train_commands())
-def test_train_command(command: str, prepared, tmp_path: Path) -> None:
+def test_train_command(
+    command: str, prepared, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """The guide's ``python -m pipeline.train`` command with a tiny grid (two lambdas, a
     task's sweep on its smallest dataset): exit 0, one summary line per job."""
     args = shlex.split(command)[3:]
@@ -437,6 +442,8 @@ def test_train_command(command: str, prepared, tmp_path: Path) -> None:
         if "=" in a and not a.startswith(("hydra", "dataset=")):
             jobs *= len(a.split("=", 1)[1].split(","))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    if "tracking.enabled=false" not in args:  # a copy of an empty store (not created here)
+        uri = empty_store(tmp_path_factory, tmp_path / "mlflow.db")
     tiny = [f"tracking.uri={uri}", "tracking.log_models=false", "tracking.figures=false"]
     tiny += ["lambdas.num=2", "progress=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     done = _run([sys.executable, "-m", "pipeline.train", *args, *tiny,
@@ -448,7 +455,13 @@ def test_train_command(command: str, prepared, tmp_path: Path) -> None:
     )
     assert len(summaries) == jobs, out
     assert "Traceback" not in out
-    assert (tmp_path / "mlflow.db").exists() == ("tracking.enabled=false" not in args)
+    db = tmp_path / "mlflow.db"
+    if "tracking.enabled=false" in args:
+        assert not db.exists()
+    else:  # each job's run is in the store
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            (n_runs,) = conn.execute("SELECT count(*) FROM runs").fetchone()
+        assert n_runs >= jobs, out
 
 
 def _free_port() -> int:

@@ -26,11 +26,13 @@ def allow_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_end_to_end_into_a_temporary_store(prepared, tmp_path, caplog, allow_model_loading):
+def test_end_to_end_into_a_temporary_store(
+    prepared, tmp_path, caplog, allow_model_loading, store_uri
+):
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     cfg = run_config(
         prepared, ["lambdas.num=3", f"tracking.uri={uri}", "tracking.heatmap_samples=2"]
     )

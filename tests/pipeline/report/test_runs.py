@@ -58,8 +58,8 @@ def _read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_runs_table_names_every_cited_run(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_runs_table_names_every_cited_run(tmp_path: Path, store_uri: str) -> None:
+    uri = store_uri
     ids = _results(tmp_path, uri)
     out = tmp_path / "reports"
     report = build_report(tmp_path, out, figures=False, experiments=["lr"], tracking_uri=uri)

@@ -69,7 +69,7 @@ def test_the_default_is_the_three_best() -> None:
     assert TrackingSettings.from_config({"child_runs": "all"}).child_runs == "all"
 
 
-def test_child_runs_and_the_grid_in_a_sqlite_store(tmp_path: Path) -> None:
+def test_child_runs_and_the_grid_in_a_sqlite_store(tmp_path: Path, store_uri: str) -> None:
     """For each setting, the child runs of the chosen lambdas (FINISHED, named after the
     lambda, their params and validation metrics, the composition tags, found by the UI's
     metric filter), and on the parent run every lambda as a step of the metric histories
@@ -79,7 +79,7 @@ def test_child_runs_and_the_grid_in_a_sqlite_store(tmp_path: Path) -> None:
 
     from pipeline.runs.mlflow_tracker import MLflowTracker
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     tracker = MLflowTracker(TrackingSettings(uri=uri))
     parents = {}
     for setting in ("best-2", "all", "none"):
@@ -134,7 +134,9 @@ def test_child_runs_and_the_grid_in_a_sqlite_store(tmp_path: Path) -> None:
     assert table["val.mae"].isna().tolist() == [False] * 4 + [True, False]
 
 
-def test_the_grid_is_logged_once_and_again_only_on_a_new_run(tmp_path: Path) -> None:
+def test_the_grid_is_logged_once_and_again_only_on_a_new_run(
+    tmp_path: Path, store_uri: str
+) -> None:
     """The evaluate stage resumes the tune stage's run, which has the grid: ``ensure_grid``
     adds nothing (one step per lambda, not two); when that run is gone from the store the
     stage logs into a new run, and ``ensure_grid`` gives it the grid."""
@@ -142,7 +144,7 @@ def test_the_grid_is_logged_once_and_again_only_on_a_new_run(tmp_path: Path) -> 
 
     from pipeline.runs.mlflow_tracker import MLflowTracker
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     tracker = MLflowTracker(TrackingSettings(uri=uri, child_runs="none"))
     with tracker.parent_run(task="ordinal", name="tuned", done="SCHEDULED") as tuned:
         tracker.log_tuning(TUNING)
