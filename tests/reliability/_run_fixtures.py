@@ -134,14 +134,16 @@ def one_error_line(out: str) -> str:
 class Server:
     """A server process on a free loopback port; :meth:`stop` kills its process group."""
 
-    def __init__(self, argv: Sequence[str], port: int, cwd: Path, ready_path: str) -> None:
+    def __init__(
+        self, argv: Sequence[str], port: int, cwd: Path, ready_path: str, **extra_env: str
+    ) -> None:
         self.port = port
         self.uri = f"http://127.0.0.1:{port}"
         self.log = open(cwd / f"server-{port}.log", "w")
         self.proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=env(),
+            env=env(**extra_env),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -188,7 +190,11 @@ def mlflow_server(cwd: Path, db: Path, port: int | None = None) -> Server:
         "--backend-store-uri", f"sqlite:///{db}", "--workers", "1",
         "--artifacts-destination", (cwd / "served-artifacts").as_uri(),
     ]  # fmt: skip
-    return Server(argv, port, cwd, "/health")
+    # Without MLflow's job runner (on by default in MLflow 3): a runner and about six huey
+    # consumers, each a Python importing mlflow, that no test uses; on CI's two cores they
+    # slowed the server's start and the run under test (measured: the two server tests of
+    # test_tracking.py took 186 s with them, 99 s without).
+    return Server(argv, port, cwd, "/health", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
 
 
 def http_server(cwd: Path) -> Server:
