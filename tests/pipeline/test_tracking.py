@@ -20,7 +20,7 @@ from pipeline.runs.mlflow_tracker import MLflowTracker, make_tracker
 from pipeline.runs.store import artifact_location, probe, resolve_uri
 from pipeline.runs.tracking import Tracker, TrackingError, TrackingSettings
 
-from .conftest import ROOT
+from .conftest import PAPER_RUNS, ROOT, PaperRuns
 
 
 def closed_port() -> int:
@@ -370,20 +370,18 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     np.testing.assert_array_equal(np.asarray(served), expected)
 
 
-def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path) -> None:
+@PAPER_RUNS
+def test_log_dict_writes_what_mlflow_log_dict_writes(tmp_path: Path, paper_runs: PaperRuns) -> None:
     """The run configs are logged with libyaml's emitter: the same config.yaml as
     ``mlflow.log_dict`` (PyYAML's pure-Python emitter), for every run of the paper's
     experiments (long registry nodes, floats, nested lists, None, booleans)."""
     import yaml
 
-    from pipeline.config.experiments import compose_runs
-    from pipeline.params import compose_params
     from pipeline.runs.mlflow_tracker import dict_text
 
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML without libyaml: mlflow.log_dict is used as is")
-    params = yaml.safe_load(compose_params([]))
-    configs = [cfg for key in ("ord", "ml", "lr") for cfg in compose_runs(params, key).values()]
+    configs = [cfg for key in ("ord", "ml", "lr") for cfg in paper_runs.runs(key).values()]
     odd = {"b": None, "a": [True, 1e-300, float("inf"), "", "x: y", {"z": []}], "c": {}}
     for cfg in [*configs, odd]:
         assert dict_text(cfg, "config.yaml") == yaml.dump(cfg, indent=2, default_flow_style=False)
