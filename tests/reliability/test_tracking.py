@@ -6,6 +6,7 @@ superseded, and no run is left RUNNING or FINISHED without test metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -136,19 +137,36 @@ def test_a_server_dying_mid_run_then_the_rerun_supersedes(iris, tmp_path: Path) 
 
 
 # --------------------------------------------------------------------------- SQLite
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A valid empty SQLite store (MLflow's schema, no run), made once: each test copies
+    it (creating MLflow's tables anew costs seconds of migrations)."""
+    db = tmp_path_factory.mktemp("empty-store") / "mlflow.db"
+    make_tracker({"uri": f"sqlite:///{db}"})
+    return db
+
+
+def _copy_store(store: Path, db: Path) -> None:
+    """A copy of the SQLite store ``store`` at ``db``, with SQLite's backup API: the store
+    is in WAL mode (pipeline.runs.store), its last writes (the schema's version) may still
+    be in ``mlflow.db-wal``, which a copy of the file alone would leave out."""
+    with contextlib.closing(sqlite3.connect(store)) as src:
+        with contextlib.closing(sqlite3.connect(db)) as dst:
+            src.backup(dst)
+
+
 def _chattr(flag: str, *paths: Path) -> bool:
     done = subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, check=False)
     return done.returncode == 0
 
 
-def test_an_immutable_sqlite_store(iris, tmp_path: Path) -> None:
+def test_an_immutable_sqlite_store(iris, empty_store: Path, tmp_path: Path) -> None:
     """Item 6: a read-only SQLite file. Tests run as root, which ignores file modes, so
     the file is made immutable with ``chattr +i`` (refused even to root)."""
     store = tmp_path / "store"
     store.mkdir()
     db = store / "mlflow.db"
-    sqlite3.connect(db).close()
-    make_tracker({"uri": f"sqlite:///{db}"})  # a valid empty store
+    _copy_store(empty_store, db)  # a valid empty store
     before = _sha(db)
     if not _chattr("+i", db):
         pytest.skip("chattr +i is not supported on this file system")
@@ -161,11 +179,11 @@ def test_an_immutable_sqlite_store(iris, tmp_path: Path) -> None:
     assert _sha(db) == before
 
 
-def test_a_locked_sqlite_store(iris, tmp_path: Path) -> None:
+def test_a_locked_sqlite_store(iris, empty_store: Path, tmp_path: Path) -> None:
     """Item 6: another process holds an EXCLUSIVE lock on the file (here a connection
     of the test in a ``BEGIN EXCLUSIVE`` transaction): one line after probe_timeout."""
     db = tmp_path / "mlflow.db"
-    make_tracker({"uri": f"sqlite:///{db}"})
+    _copy_store(empty_store, db)  # a valid empty store
     holder = sqlite3.connect(db, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
@@ -232,7 +250,9 @@ def test_a_driver_sqlalchemy_does_not_know(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- run lifecycle
 @pytest.fixture
-def tracker(tmp_path: Path) -> MLflowTracker:
+def tracker(empty_store: Path, tmp_path: Path) -> MLflowTracker:
+    """A tracker on an empty store of its own."""
+    _copy_store(empty_store, tmp_path / "mlflow.db")
     return MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
 
 
