@@ -56,6 +56,24 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A valid empty SQLite store (MLflow's schema, no run), made once: each test copies
+    it (creating MLflow's tables anew costs seconds of migrations)."""
+    db = tmp_path_factory.mktemp("empty-store") / "mlflow.db"
+    make_tracker({"uri": f"sqlite:///{db}"})
+    return db
+
+
+def _copy_store(store: Path, db: Path) -> None:
+    """A copy of the SQLite store ``store`` at ``db``, with SQLite's backup API: the store
+    is in WAL mode (pipeline.runs.store), its last writes (the schema's version) may still
+    be in ``mlflow.db-wal``, which a copy of the file alone would leave out."""
+    with contextlib.closing(sqlite3.connect(store)) as src:
+        with contextlib.closing(sqlite3.connect(db)) as dst:
+            src.backup(dst)
+
+
 # --------------------------------------------------------------------------- servers
 def test_unreachable_server(iris, tmp_path: Path) -> None:
     """(Worked before) a closed port: one line, seconds not minutes, nothing written."""
@@ -137,24 +155,6 @@ def test_a_server_dying_mid_run_then_the_rerun_supersedes(iris, tmp_path: Path) 
 
 
 # --------------------------------------------------------------------------- SQLite
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A valid empty SQLite store (MLflow's schema, no run), made once: each test copies
-    it (creating MLflow's tables anew costs seconds of migrations)."""
-    db = tmp_path_factory.mktemp("empty-store") / "mlflow.db"
-    make_tracker({"uri": f"sqlite:///{db}"})
-    return db
-
-
-def _copy_store(store: Path, db: Path) -> None:
-    """A copy of the SQLite store ``store`` at ``db``, with SQLite's backup API: the store
-    is in WAL mode (pipeline.runs.store), its last writes (the schema's version) may still
-    be in ``mlflow.db-wal``, which a copy of the file alone would leave out."""
-    with contextlib.closing(sqlite3.connect(store)) as src:
-        with contextlib.closing(sqlite3.connect(db)) as dst:
-            src.backup(dst)
-
-
 def _chattr(flag: str, *paths: Path) -> bool:
     done = subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, check=False)
     return done.returncode == 0
@@ -355,7 +355,9 @@ def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> Non
     assert_no_misleading_runs(runs(tracker.uri))
 
 
-def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(tmp_path: Path) -> None:
+def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(
+    empty_store: Path, tmp_path: Path
+) -> None:
     """A model logged to a tracking server (``MLflowTracker.log_model``: a store the client
     reaches over HTTP, with the same public calls as a database store) is linked to the
     run's params and to its metrics' step-0 values (a curve's later steps left out), READY,
@@ -366,6 +368,7 @@ def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(tmp_path: Path)
 
     X = np.arange(10.0).reshape(5, 2)
     model = LinearRegression().fit(X, np.arange(5.0))
+    _copy_store(empty_store, tmp_path / "server.db")  # the server need not create the schema
     with running(mlflow_server(tmp_path, tmp_path / "server.db")) as srv:
         tracker = MLflowTracker(TrackingSettings(uri=srv.uri))
         with tracker.parent_run(task="t", name="r", params={"p": "1"}) as run_id:
