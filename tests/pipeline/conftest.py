@@ -167,10 +167,9 @@ def run_config(settings: DataSettings, overrides: list[str]) -> dict[str, Any]:
 
 
 #: mark of the tests that use :func:`paper_runs`: ``--dist loadgroup`` gives them one
-#: worker, so that each list is composed once in the session (not once on each worker).
-#: Measured: pytest-xdist 3.8 under pytest 9.2 ignores xdist_group (it renames
-#: ``item._nodeid``, which pytest 9's ``nodeid`` no longer reads), so today they may
-#: still be split; each worker's cache then composes what that worker needs.
+#: worker, so that each list is composed once in the session (not once on each worker;
+#: pytest < 9.2, see pyproject.toml: under 9.2 xdist ignores the groups, and each
+#: worker's cache then composes what that worker needs).
 PAPER_RUNS = pytest.mark.xdist_group("paper-runs")
 
 
