@@ -385,7 +385,11 @@ class MlflowServer:
     timeout: float = 120.0
 
     def start(self) -> None:
-        self.process = start("mlflow server", self.cmd, self.log)
+        # without MLflow 3's job runner (GenAI jobs, six Python workers): nothing here
+        # uses it (docs/guide/scaling.md); the user's own setting wins
+        env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        env.update({k: v for k, v in os.environ.items() if k in env})
+        self.process = start("mlflow server", self.cmd, self.log, env)
         self.process.wait_until(lambda: _healthy(self.url), self.timeout)
 
     def stop(self) -> None:
