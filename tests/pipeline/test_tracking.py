@@ -91,11 +91,11 @@ def test_disabled_tracking_is_a_no_op() -> None:
         TrackingSettings.from_config({"urii": "x"})
 
 
-def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog) -> None:
+def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog, store_uri: str) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     tracker = MLflowTracker(TrackingSettings(uri=uri, group="g1"))
     with tracker.parent_run(
         task="ordinal", name="p", tags={"set": "reals"}, params={"a.b": "1"}
@@ -129,7 +129,7 @@ def test_mlflow_parent_child_and_resume(tmp_path: Path, caplog) -> None:
     assert mlflow.active_run() is None
 
 
-def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> None:
+def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path, store_uri: str) -> None:
     """A recorded run (a dozen metric, param and tag calls: the evaluate stage's) replayed
     into MLflow gives the run the separate calls give -- every metric step of the
     validation curve, the params, the tags; non-finite values skipped, the last value of a
@@ -148,7 +148,7 @@ def test_replay_logs_metrics_params_and_tags_in_one_batch(tmp_path: Path) -> Non
     rec.log_metrics({"val.mae": 0.5}, step=3)  # again at step 3: the last value counts
     rec.set_tags({"mlflow.note.content": "a note", "structure": "flagged"})
     rec.log_batch([({"split.x": 2.0}, 7)], params={"n": 3}, tags={"t": "1"})
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     tracker = MLflowTracker(TrackingSettings(uri=uri))
     writes: list[str] = []
     client_log_batch = tracker.client.log_batch
@@ -225,7 +225,11 @@ def _logged_model_rows(db: Path, model_id: str) -> dict[str, list[tuple]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["direct", "recorded"])
 def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
-    prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+    prepared,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    store_uri: str,
 ) -> None:
     """:meth:`MLflowTracker.log_model` logs what ``mlflow.sklearn.log_model`` logs (the same
     files: MLmodel with its signature and input example, the example, the pinned
@@ -269,7 +273,7 @@ def test_logged_model_is_mlflow_sklearns_without_the_serving_check(
     scaler = view.fitted_scaler(data, RunConfig.from_config(cfg))
     model = view.raw_pipeline(estimator, scaler)
     X = view.raw_rows(data.test[0][:5], scaler)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     tracker = MLflowTracker(TrackingSettings(uri=uri, register=True))
     loads: list[str] = []
     real_load = mlflow.pyfunc.load_model

@@ -235,8 +235,10 @@ def test_stage_errors_are_one_line(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- sweeps (4)
 @pytest.mark.slow
-def test_sweep_skips_an_invalid_job_and_runs_the_valid_ones(iris, tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_sweep_skips_an_invalid_job_and_runs_the_valid_ones(
+    iris, tmp_path: Path, store_uri: str
+) -> None:
+    uri = store_uri
     args = [
         "--multirun",
         "set=reals,cube",
@@ -318,9 +320,11 @@ def _runs_logged(db: Path) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_mid_tune_marks_the_runs_killed(iris, tmp_path: Path, sig, status) -> None:
+def test_a_signal_mid_tune_marks_the_runs_killed(
+    iris, tmp_path: Path, sig, status, store_uri: str
+) -> None:
     """Item 5: SIGTERM (``timeout``, a scheduler) left the run RUNNING."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     args = [f"tracking.uri={uri}", "progress=false", *FAST, "lambdas.num=400"]
     proc = spawn_train([*args, *data_overrides(iris)], tmp_path)
     try:
@@ -352,7 +356,7 @@ def _group_processes(pgid: int) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_stops_a_joblib_sweep(iris, tmp_path: Path, sig, status) -> None:
+def test_a_signal_stops_a_joblib_sweep(iris, tmp_path: Path, sig, status, store_uri: str) -> None:
     """Issue 36, item 1: SIGTERM to a joblib sweep was a traceback and exit status 1, its
     workers killed (runs closed as "worker lost"); Ctrl-C (SIGINT to the process group) a
     ``KeyboardInterrupt`` traceback and a leaked semaphore. Now: one line, 143 / 130, the
@@ -360,7 +364,7 @@ def test_a_signal_stops_a_joblib_sweep(iris, tmp_path: Path, sig, status) -> Non
     process left."""
     from pipeline.runs.run_lifecycle import CLOSED_TAG
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri
     args = [
         "--multirun", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
         "dataset=iris", "set=cube", "lambdas.high=1e3,1e4,1e5",
