@@ -52,13 +52,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
-def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
-    name: str, status: int
-) -> None:
+def _interrupted(script: str, name: str, status: int) -> list[str]:
+    """Run ``script`` (it signals itself with ``name``): its exit status is ``status``, it
+    stopped before its end; the lines of its stderr."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, name],
+        [sys.executable, "-c", script, name],
         env=env,
         capture_output=True,
         text=True,
@@ -69,8 +68,15 @@ def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
     )
     assert done.returncode == status, done.stdout + done.stderr
     assert "ran to its end" not in done.stdout
-    lines = done.stderr.strip().splitlines()
-    assert lines[-1].startswith("error: the qsort command was interrupted by SIG"), done.stderr
+    return done.stderr.strip().splitlines()
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_interruption_discarded_in_a_callback_from_c_is_raised_after_it(
+    name: str, status: int
+) -> None:
+    lines = _interrupted(SCRIPT, name, status)
+    assert lines[-1].startswith("error: the qsort command was interrupted by SIG"), lines
     assert lines[-1].endswith("run it again")
 
 
@@ -106,17 +112,6 @@ def test_an_interrupted_command_prints_one_line_not_the_half_built_objects_final
     kernel; after the one error line, the exit printed ``Exception ignored in:
     <function ObjectRef.__del__ ...>`` and an ``AttributeError`` traceback from llvmlite,
     whose constructor the signal had cut short."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run(
-        [sys.executable, "-c", HALF_BUILT, name],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert done.returncode == status, done.stdout + done.stderr
-    assert "ran to its end" not in done.stdout
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: the build command was interrupted by SIG"), done.stderr
+    lines = _interrupted(HALF_BUILT, name, status)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: the build command was interrupted by SIG"), lines

@@ -312,25 +312,30 @@ def test_a_killed_preload_command_leaves_no_socket_directory(
     """``kill -9`` of ``python -m pipeline.preload`` (``make repro`` killed): its server
     ends (SIGTERM, ``PR_SET_PDEATHSIG``) and removes its socket's private directory, which
     the killed command can no longer remove."""
-    proc = subprocess.Popen(
-        _preload("sleep", "60"), cwd=tmp_path, env=_env(short_tmp), start_new_session=True
-    )
+    _kill_when(_preload("sleep", "60"), tmp_path, short_tmp, "pipeline-preload-*/socket.ready")
+    assert preload_servers(short_tmp) == []
+    assert list(short_tmp.iterdir()) == []
+
+
+def _kill_when(command: list[str], cwd: Path, tmp: Path, pattern: str, poll: float = 0.05) -> None:
+    """Start the preload ``command`` (``$TMPDIR``: ``tmp``), ``kill -9`` its process group as
+    soon as ``pattern`` matches in ``tmp``, and wait for its servers to end."""
+    proc = subprocess.Popen(command, cwd=cwd, env=_env(tmp), start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while not list(short_tmp.glob("pipeline-preload-*/socket.ready")):
-            assert time.monotonic() < deadline, "the server did not get ready"
-            time.sleep(0.05)
+        while not list(tmp.glob(pattern)):
+            assert time.monotonic() < deadline, f"no {pattern} in {tmp}"
+            assert proc.poll() is None
+            time.sleep(poll)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
         deadline = time.monotonic() + 30
-        while preload_servers(short_tmp) and time.monotonic() < deadline:
+        while preload_servers(tmp) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert preload_servers(short_tmp) == []
-    assert list(short_tmp.iterdir()) == []
 
 
 def test_a_server_stopped_during_its_first_model_save_leaves_nothing(
@@ -340,26 +345,8 @@ def test_a_server_stopped_during_its_first_model_save_leaves_nothing(
     the refit and evaluate stages), into a temporary folder: killed meanwhile (the
     command killed, the server ended by ``PR_SET_PDEATHSIG``), it removes that folder
     too (found by the crash test: ``projloss-warm-up-*`` left in ``$TMPDIR``)."""
-    proc = subprocess.Popen(
-        _preload("sleep", "60", modules="numpy,pipeline.runs.model_packaging"),
-        cwd=tmp_path,
-        env=_env(short_tmp),
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not list(short_tmp.glob("projloss-warm-up-*")):  # the save takes 0.5-2.5 s
-            assert time.monotonic() < deadline, "the server did not save a first model"
-            assert proc.poll() is None
-            time.sleep(0.001)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        deadline = time.monotonic() + 30
-        while preload_servers(short_tmp) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    command = _preload("sleep", "60", modules="numpy,pipeline.runs.model_packaging")
+    # the save takes 0.5-2.5 s: polled every millisecond
+    _kill_when(command, tmp_path, short_tmp, "projloss-warm-up-*", poll=0.001)
     assert preload_servers(short_tmp) == []
     assert list(short_tmp.iterdir()) == []
