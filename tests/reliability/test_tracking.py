@@ -6,7 +6,6 @@ superseded, and no run is left RUNNING or FINISHED without test metrics."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import os
@@ -21,6 +20,7 @@ from pipeline.errors import TrackingError
 from pipeline.runs.mlflow_tracker import MLflowTracker, make_tracker
 from pipeline.runs.run_lifecycle import owner_tags
 from pipeline.runs.tracking import TrackingSettings
+from stores import empty_store
 
 from ._run_fixtures import (
     FAST,
@@ -54,24 +54,6 @@ def _fails(args: list[str], iris, cwd: Path) -> str:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A valid empty SQLite store (MLflow's schema, no run), made once: each test copies
-    it (creating MLflow's tables anew costs seconds of migrations)."""
-    db = tmp_path_factory.mktemp("empty-store") / "mlflow.db"
-    make_tracker({"uri": f"sqlite:///{db}"})
-    return db
-
-
-def _copy_store(store: Path, db: Path) -> None:
-    """A copy of the SQLite store ``store`` at ``db``, with SQLite's backup API: the store
-    is in WAL mode (pipeline.runs.store), its last writes (the schema's version) may still
-    be in ``mlflow.db-wal``, which a copy of the file alone would leave out."""
-    with contextlib.closing(sqlite3.connect(store)) as src:
-        with contextlib.closing(sqlite3.connect(db)) as dst:
-            src.backup(dst)
 
 
 # --------------------------------------------------------------------------- servers
@@ -160,13 +142,15 @@ def _chattr(flag: str, *paths: Path) -> bool:
     return done.returncode == 0
 
 
-def test_an_immutable_sqlite_store(iris, empty_store: Path, tmp_path: Path) -> None:
+def test_an_immutable_sqlite_store(
+    iris, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     """Item 6: a read-only SQLite file. Tests run as root, which ignores file modes, so
     the file is made immutable with ``chattr +i`` (refused even to root)."""
     store = tmp_path / "store"
     store.mkdir()
     db = store / "mlflow.db"
-    _copy_store(empty_store, db)  # a valid empty store
+    empty_store(tmp_path_factory, db)  # a valid empty store
     before = _sha(db)
     if not _chattr("+i", db):
         pytest.skip("chattr +i is not supported on this file system")
@@ -179,11 +163,13 @@ def test_an_immutable_sqlite_store(iris, empty_store: Path, tmp_path: Path) -> N
     assert _sha(db) == before
 
 
-def test_a_locked_sqlite_store(iris, empty_store: Path, tmp_path: Path) -> None:
+def test_a_locked_sqlite_store(
+    iris, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     """Item 6: another process holds an EXCLUSIVE lock on the file (here a connection
     of the test in a ``BEGIN EXCLUSIVE`` transaction): one line after probe_timeout."""
     db = tmp_path / "mlflow.db"
-    _copy_store(empty_store, db)  # a valid empty store
+    empty_store(tmp_path_factory, db)  # a valid empty store
     holder = sqlite3.connect(db, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
@@ -250,9 +236,9 @@ def test_a_driver_sqlalchemy_does_not_know(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- run lifecycle
 @pytest.fixture
-def tracker(empty_store: Path, tmp_path: Path) -> MLflowTracker:
+def tracker(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> MLflowTracker:
     """A tracker on an empty store of its own."""
-    _copy_store(empty_store, tmp_path / "mlflow.db")
+    empty_store(tmp_path_factory, tmp_path / "mlflow.db")
     return MLflowTracker(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
 
 
@@ -356,7 +342,7 @@ def test_a_tuned_run_is_scheduled_until_evaluated(tracker: MLflowTracker) -> Non
 
 
 def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(
-    empty_store: Path, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     """A model logged to a tracking server (``MLflowTracker.log_model``: a store the client
     reaches over HTTP, with the same public calls as a database store) is linked to the
@@ -368,7 +354,7 @@ def test_a_model_logged_to_a_server_gets_the_runs_step_0_metrics(
 
     X = np.arange(10.0).reshape(5, 2)
     model = LinearRegression().fit(X, np.arange(5.0))
-    _copy_store(empty_store, tmp_path / "server.db")  # the server need not create the schema
+    empty_store(tmp_path_factory, tmp_path / "server.db")  # the server need not create the schema
     with running(mlflow_server(tmp_path, tmp_path / "server.db")) as srv:
         tracker = MLflowTracker(TrackingSettings(uri=srv.uri))
         with tracker.parent_run(task="t", name="r", params={"p": "1"}) as run_id:
