@@ -2,21 +2,20 @@
 SOCKET [--modules a,b]``, started and stopped by ``python -m pipeline.preload``).
 
 It binds ``SOCKET`` first (stage processes may connect while it imports), starts a
-*kernel compiler* (``python -m pipeline.preload_server --compile-kernels``: a process that
-calls every set's compiled kernels once, so that numba compiles into its disk cache those
-it has not cached yet -- seconds on a fresh clone -- on the other core while the first
-stages run), imports the modules of :data:`PRELOAD`, says it is ready, then serves one
-request at a time; when the compiler has ended it loads the kernels from the cache
+*kernel compiler* (``python -m pipeline.preload_server --compile-kernels``: a process
+that calls every set's compiled kernels once, so that numba compiles into its disk cache
+those it has not cached yet -- seconds on a fresh clone -- on the other core while the
+first stages run), imports the modules of :data:`PRELOAD`, says it is ready, then serves
+one request at a time; when the compiler has ended it loads the kernels from the cache
 (between requests, or while a child runs), so that the children forked after that find
 them loaded. What only the stages after the first tune stage need (:data:`LATE`: skops
 and MLflow's first model save, for refit and evaluate, 3 s, a third of the imports) comes
-after it is ready, when no stage waits: in the gaps while DVC records a stage. It checks that the
-stage process could run
-in a fork of this process (:func:`_refusal`: the same Python, import-time settings and
-source files), forks a child that becomes the stage process (its standard streams,
-directory, environment and command line) and runs its entry point with the exit handlers
-in a stage process's order, relays the signals the stage process forwards, and sends back
-the child's exit status.
+after it is ready, when no stage waits: in the gaps while DVC records a stage. It checks
+that the stage process could run in a fork of this process (:func:`_refusal`: the same
+Python, import-time settings and source files), forks a child that becomes the stage
+process (its standard streams, directory, environment and command line) and runs its
+entry point with the exit handlers in a stage process's order, relays the signals the
+stage process forwards, and sends back the child's exit status.
 
 Nothing here decides what a stage computes: the child runs the stage's own code.
 """

@@ -387,8 +387,8 @@ class MlflowServer:
     def start(self) -> None:
         # without MLflow 3's job runner (GenAI jobs, six Python workers): nothing here
         # uses it (docs/guide/scaling.md); the user's own setting wins
-        env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        env.update({k: v for k, v in os.environ.items() if k in env})
+        job_runner = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+        env = {} if job_runner in os.environ else {job_runner: "false"}
         self.process = start("mlflow server", self.cmd, self.log, env)
         self.process.wait_until(lambda: _healthy(self.url), self.timeout)
 

@@ -12,7 +12,6 @@ public API is used (``mlflow.sklearn.save_model``, ``mlflow.models.Model``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -65,30 +64,24 @@ def prepare_model(model: Any, path: Path, X_example: Any = None) -> Path:
     return path
 
 
-def warm_up(directory: str | None = None) -> None:
-    """Save a tiny scikit-learn model once, into a temporary folder, as
-    :func:`prepare_model` saves one: MLflow's check of a model's requirements scans every
-    installed distribution the first time in a process (0.9 to 2.5 s). The preload server
-    (:mod:`pipeline.preload_server`) calls it once it is ready, between two stages, so
-    that the refit and evaluate stages (and their workers) forked after that start with
-    the scan done. The model goes into a new temporary folder, removed afterwards, or into
-    ``directory``, an empty folder that the caller removes."""
-    import tempfile
-
+def warm_up(directory: str) -> None:
+    """Save a tiny scikit-learn model into the empty folder ``directory`` (the caller
+    removes it), as :func:`prepare_model` saves one: MLflow's check of a model's
+    requirements scans every installed distribution the first time in a process (0.9 to
+    2.5 s). The preload server (:func:`pipeline.preload_server._save_a_model`) calls it
+    once it is ready, between two stages, so that the refit and evaluate stages (and
+    their workers) forked after that start with the scan done."""
     import mlflow.sklearn
     import numpy as np
     from sklearn.dummy import DummyRegressor
 
     model = DummyRegressor().fit(np.zeros((2, 1)), np.zeros(2))
-    with contextlib.ExitStack() as stack:
-        if directory is None:
-            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="projloss-warm-up-"))
-        mlflow.sklearn.save_model(
-            model,
-            os.path.join(directory, "model"),
-            serialization_format=mlflow.sklearn.SERIALIZATION_FORMAT_SKOPS,
-            pip_requirements=requirements(),
-        )
+    mlflow.sklearn.save_model(
+        model,
+        os.path.join(directory, "model"),
+        serialization_format=mlflow.sklearn.SERIALIZATION_FORMAT_SKOPS,
+        pip_requirements=requirements(),
+    )
 
 
 #: the attributes of an MLmodel that name the logged model (the rest: the saved files')
